@@ -1,0 +1,40 @@
+//===- Bundle.h - kernels built ahead of time ------------------*- C++ -*-===//
+//
+// A bundle is a directory of code objects plus manifest.json, built by
+// `mlagen build` so a deployment can ship kernels instead of compiling them.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLAGEN_BUNDLE_BUNDLE_H
+#define MLAGEN_BUNDLE_BUNDLE_H
+
+#include "mlagen/Runtime/Runtime.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace mlagen {
+
+// DeepSeek-V3 MLA prefill, qk 192 / v 128, bf16, with LSE: causal at 16 and
+// 128 q heads (TP8, TP1) and the non-causal context-chunk variant of each,
+// for every arch in `archs`.
+std::vector<Signature> defaultVariantSet(const std::vector<Arch> &archs);
+
+struct BundleProgress {
+  int done = 0;
+  int total = 0;
+  const Signature *signature = nullptr;
+  double seconds = 0;  // compile time of this kernel (0 when cached)
+  Status status;
+};
+
+// Compiles every signature with `runtime` (jobs at a time) and writes
+// <dir>/<cache key>.{cubin,hsaco} and <dir>/manifest.json. Stops at the
+// first failure and returns it, naming the signature.
+Status buildBundle(Runtime &runtime, const std::vector<Signature> &signatures,
+                   const std::string &dir, int jobs,
+                   const std::function<void(const BundleProgress &)> &onProgress);
+
+} // namespace mlagen
+
+#endif // MLAGEN_BUNDLE_BUNDLE_H

@@ -1,0 +1,80 @@
+//===- MLAAttrs.td - attributes of the mla dialect ---------*- tablegen -*-===//
+//
+// A variant's inputs are plain attributes on its op. The decisions passes
+// make are grouped: `#mla.tiling` is chosen as a whole by
+// mla-select-tiling and `#mla.launch` is derived by mla-prepare-emission.
+// Grouping keeps each decision's internal rules in one verifier (tile_q is
+// warps * mma_m) and lets the emitter ask one question: is it prepared?
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLAGEN_DIALECT_MLA_IR_MLAATTRS_TD
+#define MLAGEN_DIALECT_MLA_IR_MLAATTRS_TD
+
+include "mlagen/Dialect/MLA/IR/MLAEnums.td"
+include "mlir/IR/CommonAttrConstraints.td"
+
+// A signless i32 read as a signed int, so that a negative value reaches the
+// verifier as the number the user wrote.
+def MLA_IntAttr : TypedSignlessIntegerAttrBase<I32, "int32_t",
+                                               "32-bit integer attribute"> {
+  let convertFromStorage = "static_cast<int32_t>($_self.getInt())";
+}
+
+def MLA_WindowAttr : MLA_Attr<"Window", "window"> {
+  let summary = "sliding window around the diagonal";
+  let description = [{
+    Query i of a sequence with sq queries and sk keys sees key j only if
+    `j >= i + sk - sq - left` (when left >= 0) and `j <= i + sk - sq + right`
+    (when right >= 0). -1 leaves that side unbounded.
+
+    ```mlir
+    #mla.window<left = 4096, right = 0>
+    ```
+  }];
+  let parameters = (ins "int32_t":$left, "int32_t":$right);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    bool isUnbounded() const { return getLeft() == -1 && getRight() == -1; }
+  }];
+}
+
+def MLA_TilingAttr : MLA_Attr<"Tiling", "tiling"> {
+  let summary = "how a prefill variant is split over blocks and warps";
+  let description = [{
+    Chosen by mla-select-tiling from the target table. Each warp (NVIDIA) or
+    wavefront (CDNA) owns mma_m query rows, so tile_q = warps * mma_m.
+    tile_k keys are processed per inner step, with `stages` K/V buffers in
+    shared memory. The MMA shape is the target's matrix instruction
+    (m16n8k16 mma.sync on NVIDIA, 16x16x16 MFMA on CDNA, 16x16x32 on gfx950).
+
+    ```mlir
+    #mla.tiling<tile_q = 128, tile_k = 64, warps = 8, wave_size = 32,
+                stages = 2, mma_m = 16, mma_n = 8, mma_k = 16>
+    ```
+  }];
+  let parameters = (ins "int32_t":$tile_q, "int32_t":$tile_k,
+                        "int32_t":$warps, "int32_t":$wave_size,
+                        "int32_t":$stages, "int32_t":$mma_m,
+                        "int32_t":$mma_n, "int32_t":$mma_k);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def MLA_LaunchAttr : MLA_Attr<"Launch", "launch"> {
+  let summary = "the kernel's entry point and launch geometry";
+  let description = [{
+    Derived by mla-prepare-emission: what the host needs to launch the
+    emitted kernel. Its presence marks a variant ready for emission.
+
+    ```mlir
+    #mla.launch<entry = "mlagen_prefill", threads = 256, shared_bytes = 110592>
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"extern \"C\" kernel name">:$entry,
+                        "int32_t":$threads, "int32_t":$shared_bytes);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+#endif // MLAGEN_DIALECT_MLA_IR_MLAATTRS_TD

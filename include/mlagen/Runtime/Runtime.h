@@ -1,0 +1,129 @@
+//===- Runtime.h - get, cache and launch generated kernels ------*- C++ -*-===//
+//
+// A Runtime turns a Signature into a Kernel it can launch: memory cache,
+// then AOT bundles, then the disk cache, then generate + compile.
+// GPU drivers and compilers are found at run time (dlopen), so one binary
+// runs on a CPU-only machine (compile-only), an NVIDIA box and a ROCm box.
+//
+// Thread safety: every member of Runtime may be called from any number of
+// threads at once. Concurrent requests for one signature generate and compile
+// it once: in this process, and across processes sharing the cache directory
+// (through a file lock released if its holder dies). A Kernel is immutable
+// and valid until its Runtime is destroyed; synchronize the streams that use
+// it first. runPrefill never blocks the host on the device.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLAGEN_RUNTIME_RUNTIME_H
+#define MLAGEN_RUNTIME_RUNTIME_H
+
+#include "mlagen/Runtime/Signature.h"
+#include "mlagen/Runtime/SourceGenerator.h"
+#include "mlagen/Runtime/Status.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlagen {
+
+class PrebuiltKernels; // mlagen/Runtime/PrebuiltKernels.h
+
+// Auto: CUDA if libcuda.so.1 finds a device, else HIP, else compile-only.
+// None: compile-only; no driver is loaded.
+enum class BackendKind { Auto, CUDA, HIP, None };
+// Auto: NVRTC for sm_*, hiprtc for gfx90a (clang if hiprtc is missing),
+// clang-22 for gfx942 and gfx950.
+enum class CompilerKind { Auto, NVRTC, Hiprtc, Clang };
+
+struct RuntimeOptions {
+  // Makes device source on a cache miss. Null: only kernels built before
+  // (AOT bundles, the disk cache) can be found.
+  std::shared_ptr<SourceGenerator> generator;
+  // AOT bundles, consulted in order before the disk cache.
+  std::vector<std::shared_ptr<const PrebuiltKernels>> prebuilt;
+  BackendKind backend = BackendKind::Auto;
+  int device = 0; // one Runtime per device
+  CompilerKind compiler = CompilerKind::Auto;
+  // Empty: $MLAGEN_CACHE_DIR, else $XDG_CACHE_HOME/mlagen, else
+  // ~/.cache/mlagen. Entries live in a versioned subdirectory (v1/).
+  std::string cacheDir;
+  bool diskCache = true;
+  // Receives each warning (a cache that degraded to memory, a corrupt entry
+  // rebuilt). Default: one line on stderr. Called from any thread.
+  std::function<void(const std::string &)> onWarning;
+};
+
+// A compiled kernel and what launching it needs.
+struct CodeObject {
+  Arch arch = Arch::SM90A;
+  std::string binary;   // cubin (sm_*) or hsaco (gfx*)
+  std::string entryName;
+  int threadsPerBlock = 0;
+  int sharedBytes = 0;  // dynamic shared memory per block
+  int tileQ = 0;        // query rows per block
+  std::string cacheKey; // 32 hex digits: XXH3-128 of signature, generator,
+                        // compiler and flags; names the disk entry
+};
+
+// A kernel loaded on the runtime's device; owned by the Runtime.
+class Kernel {
+public:
+  virtual ~Kernel() = default;
+  virtual const Signature &signature() const = 0;
+  virtual const CodeObject &codeObject() const = 0;
+};
+
+// One prefill launch (templates/CONTRACT.md). Pointers are device memory,
+// strides are in elements.
+struct PrefillArgs {
+  const void *q = nullptr;   // [total_q, num_q_heads, head_dim_qk]
+  const void *k = nullptr;   // [total_k, num_kv_heads, head_dim_qk]
+  const void *v = nullptr;   // [total_k, num_kv_heads, head_dim_v]
+  void *out = nullptr;       // [total_q, num_q_heads * head_dim_v]
+  float *lse = nullptr;      // [num_q_heads, total_q]; null: not written
+  const int *cuSeqlensQ = nullptr; // [batch + 1]
+  const int *cuSeqlensK = nullptr; // [batch + 1]
+  int batch = 0;             // >= 1
+  int maxSeqlenQ = 0;        // 0: nothing to launch
+  // 0 means contiguous: token stride = heads * head dim, head stride = head
+  // dim (out: num_q_heads * head_dim_v and head_dim_v).
+  int64_t qTokenStride = 0, qHeadStride = 0;
+  int64_t kTokenStride = 0, kHeadStride = 0;
+  int64_t vTokenStride = 0, vHeadStride = 0;
+  int64_t outTokenStride = 0, outHeadStride = 0;
+  // Required when lse is given (total_q for [num_q_heads, total_q]): the
+  // runtime cannot read total_q from device memory without a host sync.
+  int64_t lseHeadStride = 0;
+  float softmaxScale = 0.0f; // 0: 1/sqrt(head_dim_qk); must be finite
+  void *stream = nullptr;    // cudaStream_t or hipStream_t; null: default
+};
+
+class Runtime {
+public:
+  static Status create(RuntimeOptions options, std::unique_ptr<Runtime> &out);
+  virtual ~Runtime() = default;
+
+  // "cuda device 0: NVIDIA H100 80GB HBM3 (sm_90a)", or "compile-only: no
+  // GPU backend: libcuda.so.1 not found; libamdhip64.so.5 not found".
+  virtual std::string backendDescription() const = 0;
+  // The device's arch; NoBackend (saying why) when compile-only.
+  virtual Status deviceArch(Arch &out) const = 0;
+
+  // A kernel for `sig` loaded on the device; sig.arch must be the device's.
+  // The pointer stays valid until the Runtime is destroyed.
+  virtual Status getKernel(const Signature &sig, const Kernel *&out) = 0;
+  // The code object for `sig`, for any arch a compiler here can target; no
+  // device needed (AOT builds, tests). Uses and fills the same caches.
+  virtual Status compile(const Signature &sig, CodeObject &out) = 0;
+  // Checks `args` and enqueues one launch on args.stream: grid
+  // (ceil(maxSeqlenQ / tileQ), numQHeads, batch). A kernel built with
+  // lse=1 skips the LSE write when args.lse is null (the kernel checks);
+  // with lse=0 args.lse is ignored.
+  virtual Status runPrefill(const Kernel &kernel, const PrefillArgs &args) = 0;
+};
+
+} // namespace mlagen
+
+#endif // MLAGEN_RUNTIME_RUNTIME_H

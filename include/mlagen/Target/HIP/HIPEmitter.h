@@ -1,0 +1,33 @@
+//===- HIPEmitter.h - print a prepared variant as HIP source ----*- C++ -*-===//
+//
+// The emitter only prints: every decision is already an attribute, set by
+// mla-legalize, mla-select-tiling and mla-prepare-emission. It fills the
+// placeholders of an embedded kernel template (templates/CONTRACT.md) with
+// the target's prelude and a constexpr config. What it cannot print is a
+// diagnostic on the op, and nothing is written to the stream then.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLAGEN_TARGET_HIP_HIPEMITTER_H
+#define MLAGEN_TARGET_HIP_HIPEMITTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+namespace mlagen {
+namespace mla {
+class PrefillOp;
+} // namespace mla
+
+/// Prints `op`, prepared by mla-prepare-emission, as one self-contained HIP
+/// translation unit defining the kernel `launch.entry`.
+mlir::LogicalResult emitHIP(mla::PrefillOp op, llvm::raw_ostream &os);
+
+/// Prints the single mla.prefill of `module`.
+mlir::LogicalResult emitHIP(mlir::ModuleOp module, llvm::raw_ostream &os);
+
+/// Registers `--mla-to-hip` with mlir-translate.
+void registerMLAToHIPTranslation();
+
+} // namespace mlagen
+
+#endif // MLAGEN_TARGET_HIP_HIPEMITTER_H

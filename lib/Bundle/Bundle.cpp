@@ -1,0 +1,114 @@
+//===- Bundle.cpp - build kernels ahead of time into a bundle -------------===//
+
+#include "mlagen/Bundle/Bundle.h"
+
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+namespace fs = std::filesystem;
+
+namespace mlagen {
+
+std::vector<Signature> defaultVariantSet(const std::vector<Arch> &archs) {
+  std::vector<Signature> set;
+  for (Arch arch : archs)
+    for (int heads : {16, 128})
+      for (Mask mask : {Mask::Causal, Mask::None}) {
+        Signature sig;
+        sig.headDimQK = 192;
+        sig.headDimV = 128;
+        sig.numQHeads = heads;
+        sig.numKVHeads = heads;
+        sig.mask = mask;
+        sig.arch = arch;
+        set.push_back(sig);
+      }
+  return set;
+}
+
+static Status writeFile(const fs::path &path, const std::string &bytes) {
+  fs::path tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out)
+      return Status(StatusCode::InvalidArgument,
+                    "cannot write bundle file " + tmp.string());
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec)
+    return Status(StatusCode::InvalidArgument,
+                  "cannot publish bundle file " + path.string() + ": " +
+                      ec.message());
+  return Status::ok();
+}
+
+Status buildBundle(Runtime &runtime, const std::vector<Signature> &signatures,
+                   const std::string &dir, int jobs,
+                   const std::function<void(const BundleProgress &)> &onProgress) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    return Status(StatusCode::InvalidArgument,
+                  "cannot create bundle directory " + dir + ": " + ec.message());
+
+  std::vector<CodeObject> objects(signatures.size());
+  std::vector<Status> results(signatures.size());
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex progressMutex;
+  int done = 0;
+
+  auto worker = [&] {
+    for (size_t i; !failed && (i = next++) < signatures.size();) {
+      auto start = std::chrono::steady_clock::now();
+      results[i] = runtime.compile(signatures[i], objects[i]);
+      if (!results[i].isOk())
+        failed = true;
+      std::chrono::duration<double> took =
+          std::chrono::steady_clock::now() - start;
+      std::lock_guard<std::mutex> lock(progressMutex);
+      BundleProgress progress{++done, static_cast<int>(signatures.size()),
+                              &signatures[i], took.count(), results[i]};
+      if (onProgress)
+        onProgress(progress);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < std::max(1, jobs); ++t)
+    pool.emplace_back(worker);
+  for (std::thread &t : pool)
+    t.join();
+
+  nlohmann::json kernels = nlohmann::json::array();
+  for (size_t i = 0; i < signatures.size(); ++i) {
+    if (!results[i].isOk())
+      return Status(results[i].code(), signatures[i].canonical() + ": " +
+                                           results[i].message());
+    const CodeObject &object = objects[i];
+    std::string file =
+        object.cacheKey + (isAMD(object.arch) ? ".hsaco" : ".cubin");
+    if (Status s = writeFile(fs::path(dir) / file, object.binary); !s)
+      return s;
+    kernels.push_back({{"signature", signatures[i].canonical()},
+                       {"arch", archName(object.arch)},
+                       {"file", file},
+                       {"entry", object.entryName},
+                       {"threads_per_block", object.threadsPerBlock},
+                       {"shared_bytes", object.sharedBytes},
+                       {"tile_q", object.tileQ},
+                       {"cache_key", object.cacheKey}});
+  }
+  nlohmann::json manifest = {{"format", 1}, {"kernels", kernels}};
+  return writeFile(fs::path(dir) / "manifest.json", manifest.dump(1) + "\n");
+}
+
+} // namespace mlagen

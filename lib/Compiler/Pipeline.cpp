@@ -1,0 +1,254 @@
+//===- Pipeline.cpp - from a Signature to HIP source through MLIR ---------===//
+#include "mlagen/Compiler/Pipeline.h"
+#include "mlagen/Dialect/MLA/IR/MLAOps.h"
+#include "mlagen/Dialect/MLA/Transforms/Passes.h"
+#include "mlagen/Target/HIP/HIPEmitter.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlagen;
+
+// The runtime's enums and the dialect's name the same cases; these switches
+// keep them in step (a new case warns here until it is mapped). Towards the
+// dialect a value outside the enum, cast from an int by a C caller, gives
+// nullopt rather than undefined behaviour.
+static std::optional<mla::DType> toMLA(DType type) {
+  switch (type) {
+  case DType::BF16:
+    return mla::DType::BF16;
+  case DType::FP16:
+    return mla::DType::F16;
+  case DType::FP8E4M3:
+    return mla::DType::F8E4M3;
+  }
+  return std::nullopt;
+}
+
+static DType fromMLA(mla::DType type) {
+  switch (type) {
+  case mla::DType::BF16:
+    return DType::BF16;
+  case mla::DType::F16:
+    return DType::FP16;
+  case mla::DType::F8E4M3:
+    return DType::FP8E4M3;
+  }
+  llvm_unreachable("unknown mla::DType");
+}
+
+static std::optional<mla::Arch> toMLA(Arch arch) {
+  switch (arch) {
+  case Arch::GFX90A:
+    return mla::Arch::GFX90A;
+  case Arch::GFX942:
+    return mla::Arch::GFX942;
+  case Arch::GFX950:
+    return mla::Arch::GFX950;
+  case Arch::SM80:
+    return mla::Arch::SM80;
+  case Arch::SM90A:
+    return mla::Arch::SM90A;
+  }
+  return std::nullopt;
+}
+
+static Arch fromMLA(mla::Arch arch) {
+  switch (arch) {
+  case mla::Arch::GFX90A:
+    return Arch::GFX90A;
+  case mla::Arch::GFX942:
+    return Arch::GFX942;
+  case mla::Arch::GFX950:
+    return Arch::GFX950;
+  case mla::Arch::SM80:
+    return Arch::SM80;
+  case mla::Arch::SM90A:
+    return Arch::SM90A;
+  }
+  llvm_unreachable("unknown mla::Arch");
+}
+
+static std::optional<mla::Mask> toMLA(Mask mask) {
+  switch (mask) {
+  case Mask::None:
+    return mla::Mask::None;
+  case Mask::Causal:
+    return mla::Mask::Causal;
+  }
+  return std::nullopt;
+}
+
+static Mask fromMLA(mla::Mask mask) {
+  switch (mask) {
+  case mla::Mask::None:
+    return Mask::None;
+  case mla::Mask::Causal:
+    return Mask::Causal;
+  }
+  llvm_unreachable("unknown mla::Mask");
+}
+
+OwningOpRef<ModuleOp> mlagen::buildVariantModule(MLIRContext &context,
+                                                 const Signature &sig) {
+  context.getOrLoadDialect<mla::MLADialect>();
+  Location loc = NameLoc::get(StringAttr::get(&context, "signature"));
+  std::optional<mla::Mask> mask = toMLA(sig.mask);
+  std::optional<mla::DType> qType = toMLA(sig.qType);
+  std::optional<mla::DType> kvType = toMLA(sig.kvType);
+  std::optional<mla::DType> outType = toMLA(sig.outType);
+  std::optional<mla::Arch> arch = toMLA(sig.arch);
+  for (auto [field, valid] : {std::pair{"op", sig.op == OpKind::Prefill},
+                              {"mask", mask.has_value()},
+                              {"q_type", qType.has_value()},
+                              {"kv_type", kvType.has_value()},
+                              {"out_type", outType.has_value()},
+                              {"kv_layout", sig.kvLayout == KVLayout::Varlen},
+                              {"arch", arch.has_value()}}) {
+    if (!valid) {
+      emitError(loc) << "signature field '" << field
+                     << "' holds a value outside its enum";
+      return nullptr;
+    }
+  }
+  // Besides those, the only field the IR cannot hold at all is a window
+  // below -1. Every other rule is the verifier's.
+  mla::WindowAttr window =
+      mla::WindowAttr::getChecked([&] { return emitError(loc); }, &context,
+                                  sig.windowLeft, sig.windowRight);
+  if (!window)
+    return nullptr;
+
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
+  // Written as given: mla-legalize drops an unbounded window and a zero cap.
+  mla::PrefillOp::create(
+      builder, loc, /*sym_name=*/"prefill", sig.headDimQK, sig.headDimV,
+      sig.numQHeads, sig.numKVHeads, *mask, window,
+      builder.getF32FloatAttr(sig.softCap), sig.returnLSE,
+      /*tile_q=*/sig.tileQ ? builder.getI32IntegerAttr(sig.tileQ) : nullptr,
+      mla::ArchAttr::get(&context, *arch), /*tiling=*/nullptr,
+      /*launch=*/nullptr, *qType, *kvType, *outType, mla::KVLayout::Varlen);
+  return module;
+}
+
+/// A Status about the variant `op`, named by its symbol.
+static Status variantError(StatusCode code, mla::PrefillOp op,
+                           const llvm::Twine &message) {
+  return Status(code, ("@" + op.getSymName() + message).str());
+}
+
+Status mlagen::signaturesFromModule(ModuleOp module,
+                                    std::vector<Signature> &signatures,
+                                    llvm::ArrayRef<Arch> defaultArchs) {
+  std::vector<Signature> read;
+  for (mla::PrefillOp op : module.getOps<mla::PrefillOp>()) {
+    if (op.getLayout() != mla::KVLayout::Varlen)
+      return variantError(StatusCode::Unsupported, op,
+                          ": a Signature has no paged layout yet");
+    if (!op.getArch() && defaultArchs.empty())
+      return variantError(StatusCode::InvalidSignature, op,
+                          " has no 'arch': a kernel is built for a target");
+    Signature sig;
+    sig.op = OpKind::Prefill;
+    sig.headDimQK = op.getQkHeadDim();
+    sig.headDimV = op.getVHeadDim();
+    sig.numQHeads = op.getQHeads();
+    sig.numKVHeads = op.getKvHeads();
+    sig.mask = fromMLA(op.getMask());
+    sig.windowLeft = op.getWindowLeft();
+    sig.windowRight = op.getWindowRight();
+    sig.softCap = op.getSoftCapValue();
+    sig.returnLSE = op.getLse();
+    sig.qType = fromMLA(op.getQType());
+    sig.kvType = fromMLA(op.getKvType());
+    sig.outType = fromMLA(op.getOutType());
+    sig.kvLayout = KVLayout::Varlen;
+    sig.tileQ = op.getTileQ().value_or(0);
+    if (op.getArch()) {
+      sig.arch = fromMLA(*op.getArch());
+      read.push_back(sig);
+      continue;
+    }
+    for (Arch arch : defaultArchs) {
+      sig.arch = arch;
+      read.push_back(sig);
+    }
+  }
+  signatures.insert(signatures.end(), read.begin(), read.end());
+  return Status::ok();
+}
+
+Status mlagen::loadVariantFile(const std::string &path,
+                               llvm::ArrayRef<Arch> defaultArchs,
+                               std::vector<Signature> &signatures) {
+  MLIRContext context(MLIRContext::Threading::DISABLED);
+  context.loadDialect<mla::MLADialect>();
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    llvm::raw_string_ostream os(diagnostics);
+    os << (diagnostics.empty() ? "" : "; ") << diag.getLocation() << ": "
+       << diag;
+    return success();
+  });
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(path, &context);
+  if (!module)
+    return Status(StatusCode::InvalidSignature,
+                  diagnostics.empty() ? "cannot read variant file " + path
+                                      : diagnostics);
+  return signaturesFromModule(*module, signatures, defaultArchs);
+}
+
+void mlagen::buildPipeline(OpPassManager &pm, Arch arch) {
+  // An arch outside the enum gets a name mla-select-tiling reports as unknown.
+  std::optional<mla::Arch> target = toMLA(arch);
+  std::string archName = target
+                             ? mla::stringifyArch(*target).str()
+                             : "arch#" + std::to_string(static_cast<int>(arch));
+  pm.addPass(mla::createMLALegalizePass());
+  pm.addPass(mla::createMLASelectTilingPass({archName}));
+  pm.addPass(mla::createMLAPrepareEmissionPass());
+}
+
+Status mlagen::generateHIP(const Signature &sig, GeneratedKernel &kernel) {
+  // A context per call: concurrent calls share nothing, and no thread pool
+  // is started for a pipeline over one op.
+  MLIRContext context(MLIRContext::Threading::DISABLED);
+  // The message names the field; the op's generic form would only bury it.
+  context.printOpOnDiagnostic(false);
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    llvm::raw_string_ostream os(diagnostics);
+    os << (diagnostics.empty() ? "" : "; ") << diag;
+    for (const Diagnostic &note : diag.getNotes())
+      os << " (" << note << ")";
+    return success();
+  });
+
+  OwningOpRef<ModuleOp> module = buildVariantModule(context, sig);
+  if (!module || failed(verify(*module)))
+    return Status(StatusCode::InvalidSignature, diagnostics);
+
+  PassManager pm(&context);
+  buildPipeline(pm, sig.arch);
+  if (failed(pm.run(*module)))
+    return Status(StatusCode::Unsupported, diagnostics);
+
+  mla::PrefillOp op = *module->getOps<mla::PrefillOp>().begin();
+  std::string source;
+  llvm::raw_string_ostream os(source);
+  if (failed(emitHIP(op, os)))
+    return Status(StatusCode::GeneratorError, diagnostics);
+
+  kernel.source = std::move(source);
+  kernel.entryName = op.getLaunchAttr().getEntry().str();
+  kernel.threadsPerBlock = op.getLaunchAttr().getThreads();
+  kernel.sharedBytes = op.getLaunchAttr().getSharedBytes();
+  kernel.tileQ = op.getTilingAttr().getTileQ();
+  return Status::ok();
+}

@@ -1,0 +1,79 @@
+//===- MLAAttrs.cpp - enums and attributes of the mla dialect -------------===//
+#include "mlagen/Dialect/MLA/IR/MLAAttrs.h"
+#include "mlagen/Dialect/MLA/IR/MLADialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlagen::mla;
+
+#include "mlagen/Dialect/MLA/IR/MLAEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "mlagen/Dialect/MLA/IR/MLAAttrs.cpp.inc"
+
+void MLADialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "mlagen/Dialect/MLA/IR/MLAAttrs.cpp.inc"
+      >();
+}
+
+LogicalResult WindowAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 int32_t left, int32_t right) {
+  for (auto [name, value] : {std::pair{"left", left}, {"right", right}})
+    if (value < -1)
+      return emitError() << "window '" << name
+                         << "' must be >= -1 (-1 is unbounded), got " << value;
+  return success();
+}
+
+LogicalResult TilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 int32_t tileQ, int32_t tileK, int32_t warps,
+                                 int32_t waveSize, int32_t stages, int32_t mmaM,
+                                 int32_t mmaN, int32_t mmaK) {
+  for (auto [name, value] : {std::pair{"tile_q", tileQ},
+                             {"tile_k", tileK},
+                             {"warps", warps},
+                             {"stages", stages},
+                             {"mma_m", mmaM},
+                             {"mma_n", mmaN},
+                             {"mma_k", mmaK}})
+    if (value <= 0)
+      return emitError() << "tiling '" << name << "' must be positive, got "
+                         << value;
+  if (waveSize != 32 && waveSize != 64)
+    return emitError() << "tiling 'wave_size' must be 32 or 64, got "
+                       << waveSize;
+  if (tileQ != warps * mmaM)
+    return emitError() << "tiling 'tile_q' (" << tileQ
+                       << ") must equal 'warps' (" << warps << ") * 'mma_m' ("
+                       << mmaM << "): each warp owns mma_m query rows";
+  // tile_k is the N of Q.K^T and the K of P.V.
+  if (tileK % mmaN != 0 || tileK % mmaK != 0)
+    return emitError() << "tiling 'tile_k' (" << tileK
+                       << ") must be a multiple of 'mma_n' (" << mmaN
+                       << ") and 'mma_k' (" << mmaK << ")";
+  return success();
+}
+
+LogicalResult LaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 StringRef entry, int32_t threads,
+                                 int32_t sharedBytes) {
+  bool isIdentifier =
+      !entry.empty() && !llvm::isDigit(entry.front()) &&
+      llvm::all_of(entry, [](char c) { return llvm::isAlnum(c) || c == '_'; });
+  if (!isIdentifier)
+    return emitError() << "launch 'entry' must be a C identifier, got \""
+                       << entry << "\"";
+  if (threads <= 0 || threads > 1024)
+    return emitError() << "launch 'threads' must be in [1, 1024], got "
+                       << threads;
+  if (sharedBytes < 0)
+    return emitError() << "launch 'shared_bytes' must be >= 0, got "
+                       << sharedBytes;
+  return success();
+}

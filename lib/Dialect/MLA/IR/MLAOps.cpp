@@ -1,0 +1,99 @@
+//===- MLAOps.cpp - operations of the mla dialect -------------------------===//
+#include "mlagen/Dialect/MLA/IR/MLAOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlagen::mla;
+
+#define GET_OP_CLASSES
+#include "mlagen/Dialect/MLA/IR/MLAOps.cpp.inc"
+
+int32_t PrefillOp::getWindowLeft() {
+  WindowAttr window = getWindowAttr();
+  return window ? window.getLeft() : -1;
+}
+
+int32_t PrefillOp::getWindowRight() {
+  WindowAttr window = getWindowAttr();
+  return window ? window.getRight() : -1;
+}
+
+float PrefillOp::getSoftCapValue() {
+  std::optional<APFloat> cap = getSoftCap();
+  return cap ? cap->convertToFloat() : 0.0f;
+}
+
+int64_t PrefillOp::getSharedBytes(int64_t tileQ, int64_t tileK,
+                                  int64_t stages) {
+  int64_t qkRow = getQkHeadDim() + 8, vRow = getVHeadDim() + 8;
+  return 2 * (tileQ * qkRow + stages * tileK * (qkRow + vRow));
+}
+
+LogicalResult PrefillOp::verify() {
+  auto checkMultipleOf16 = [&](StringRef field, int32_t value,
+                               int32_t max) -> LogicalResult {
+    if (value >= 16 && value <= max && value % 16 == 0)
+      return success();
+    return emitOpError() << "'" << field
+                         << "' must be a multiple of 16 in [16, " << max
+                         << "], got " << value;
+  };
+  // The limits are the kernel's: 576/512 is absorbed MLA decode's shape.
+  if (failed(checkMultipleOf16("qk_head_dim", getQkHeadDim(), 576)) ||
+      failed(checkMultipleOf16("v_head_dim", getVHeadDim(), 512)))
+    return failure();
+  if (getQHeads() % getKvHeads() != 0)
+    return emitOpError() << "'q_heads' (" << getQHeads()
+                         << ") must be a multiple of 'kv_heads' ("
+                         << getKvHeads() << ")";
+  if (float cap = getSoftCapValue(); !std::isfinite(cap) || cap < 0)
+    return emitOpError()
+           << "'soft_cap' must be finite and >= 0 (0 is off), got " << cap;
+  if (std::optional<int32_t> tileQ = getTileQ())
+    if (failed(checkMultipleOf16("tile_q", *tileQ, 256)))
+      return failure();
+  if (getOutType() == DType::F8E4M3)
+    return emitOpError() << "'out_type' must be bf16 or f16, got f8E4M3";
+
+  TilingAttr tiling = getTilingAttr();
+  if (tiling) {
+    if (!getArch())
+      return emitOpError() << "'tiling' requires 'arch': a tiling is chosen "
+                              "for a target";
+    if (std::optional<int32_t> tileQ = getTileQ();
+        tileQ && *tileQ != tiling.getTileQ())
+      return emitOpError() << "'tiling' tile_q (" << tiling.getTileQ()
+                           << ") must equal the pinned 'tile_q' (" << *tileQ
+                           << ")";
+    // The head dims are the K of Q.K^T and the N of P.V.
+    if (getQkHeadDim() % tiling.getMmaK() != 0 ||
+        getVHeadDim() % tiling.getMmaN() != 0)
+      return emitOpError() << "'qk_head_dim' (" << getQkHeadDim()
+                           << ") must be a multiple of the tiling's 'mma_k' ("
+                           << tiling.getMmaK() << ") and 'v_head_dim' ("
+                           << getVHeadDim() << ") of its 'mma_n' ("
+                           << tiling.getMmaN() << ")";
+  }
+
+  if (LaunchAttr launch = getLaunchAttr()) {
+    if (!tiling)
+      return emitOpError() << "'launch' requires 'tiling'";
+    int32_t threads = tiling.getWarps() * tiling.getWaveSize();
+    if (launch.getThreads() != threads)
+      return emitOpError() << "'launch' threads (" << launch.getThreads()
+                           << ") must equal the tiling's warps * wave_size ("
+                           << threads << ")";
+    int64_t sharedBytes = getSharedBytes(tiling.getTileQ(), tiling.getTileK(),
+                                         tiling.getStages());
+    if (launch.getSharedBytes() != sharedBytes)
+      return emitOpError() << "'launch' shared_bytes ("
+                           << launch.getSharedBytes()
+                           << ") must equal what the tiling uses ("
+                           << sharedBytes << ")";
+  }
+  return success();
+}

@@ -1,0 +1,70 @@
+//===- PrepareEmission.cpp - everything the HIP emitter prints ------------===//
+#include "PrefillSupport.h"
+#include "TargetTable.h"
+
+#include "mlagen/Dialect/MLA/Transforms/Passes.h"
+
+namespace mlagen::mla {
+#define GEN_PASS_DEF_MLAPREPAREEMISSIONPASS
+#include "mlagen/Dialect/MLA/Transforms/Passes.h.inc"
+} // namespace mlagen::mla
+
+using namespace mlir;
+using namespace mlagen::mla;
+
+namespace {
+
+/// The entry point templates/kernels/prefill.hip defines (CONTRACT.md).
+constexpr llvm::StringLiteral kPrefillEntry = "mlagen_prefill";
+/// The kernel's grid.y is one block per query head: CUDA's limit on y.
+constexpr int32_t kMaxGridY = 65535;
+
+LogicalResult prepareForEmission(PrefillOp op) {
+  if (failed(checkPrefillSupported(op)))
+    return failure();
+  if (op.getQHeads() > kMaxGridY)
+    return op.emitOpError()
+           << "'q_heads' (" << op.getQHeads() << ") exceeds the " << kMaxGridY
+           << " blocks a grid's y dimension can launch";
+  TilingAttr tiling = op.getTilingAttr();
+  if (!tiling)
+    return op.emitOpError()
+           << "has no 'tiling': run mla-select-tiling before emission";
+
+  // The verifier guarantees an arch wherever there is a tiling. A tiling
+  // written by hand is checked against the target like a chosen one.
+  Arch arch = *op.getArch();
+  const TargetInfo &target = getTargetInfo(arch);
+  if (tiling.getWaveSize() != target.waveSize)
+    return op.emitOpError()
+           << "'tiling' wave_size (" << tiling.getWaveSize() << ") is not "
+           << stringifyArch(arch) << "'s (" << target.waveSize << ")";
+  MMAShape mma{tiling.getMmaM(), tiling.getMmaN(), tiling.getMmaK()};
+  if (mma != target.mma)
+    return op.emitOpError()
+           << "'tiling' MMA shape " << mma.m << "x" << mma.n << "x" << mma.k
+           << " is not " << stringifyArch(arch) << "'s (" << target.mma.m << "x"
+           << target.mma.n << "x" << target.mma.k << ")";
+  int64_t sharedBytes = op.getSharedBytes(tiling.getTileQ(), tiling.getTileK(),
+                                          tiling.getStages());
+  if (sharedBytes > target.sharedBytesLimit)
+    return op.emitOpError()
+           << "'tiling' needs " << sharedBytes << " bytes of shared memory, "
+           << stringifyArch(arch) << " has " << target.sharedBytesLimit;
+
+  op.setLaunchAttr(LaunchAttr::get(op.getContext(), kPrefillEntry,
+                                   tiling.getWarps() * tiling.getWaveSize(),
+                                   sharedBytes));
+  return success();
+}
+
+struct PrepareEmissionPass
+    : mlagen::mla::impl::MLAPrepareEmissionPassBase<PrepareEmissionPass> {
+  void runOnOperation() override {
+    for (PrefillOp op : getOperation().getOps<PrefillOp>())
+      if (failed(prepareForEmission(op)))
+        signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,278 @@
+//===- CudaBackend.cpp - NVIDIA GPUs through libcuda.so.1 -----------------===//
+//
+// The driver API, not the runtime API: libcuda.so.1 is the one library every
+// NVIDIA machine has, and its primary context is the one CUDA runtime users
+// (PyTorch, vLLM) already share.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeviceBackend.h"
+#include "DriverAPI.h"
+#include "DynamicLibrary.h"
+
+namespace mlagen {
+namespace {
+
+// Kernels may use 48 KiB of dynamic shared memory without opting in.
+constexpr int kDefaultSharedBytes = 48 * 1024;
+
+// "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)"
+std::string describeError(const cu::API &api, cu::Result rc) {
+  const char *name = nullptr, *text = nullptr;
+  api.getErrorName(rc, &name);
+  api.getErrorString(rc, &text);
+  return std::string(name ? name : "CUDA error " + std::to_string(rc)) +
+         (text ? std::string(" (") + text + ")" : "");
+}
+
+class CudaBackend final : public DeviceBackend {
+public:
+  CudaBackend(const cu::API &api, int ordinal, cu::Device device,
+              cu::Context context, Arch arch, std::string name,
+              int maxSharedBytes)
+      : api_(api), ordinal_(ordinal), device_(device), context_(context),
+        arch_(arch), name_(std::move(name)), maxSharedBytes_(maxSharedBytes) {}
+
+  ~CudaBackend() override { api_.devicePrimaryCtxRelease(device_); }
+
+  BackendKind kind() const override { return BackendKind::CUDA; }
+  Arch arch() const override { return arch_; }
+  std::string description() const override {
+    return "cuda device " + std::to_string(ordinal_) + ": " + name_ + " (" +
+           archName(arch_) + ")";
+  }
+
+  Status load(const CodeObject &code, DeviceFunction &out) override {
+    if (code.sharedBytes > maxSharedBytes_)
+      return Status(StatusCode::Unsupported,
+                    code.entryName + " needs " +
+                        std::to_string(code.sharedBytes) +
+                        " bytes of shared memory; " + description() +
+                        " allows " + std::to_string(maxSharedBytes_));
+    ContextScope scope(api_, context_);
+    cu::Module module = nullptr;
+    if (cu::Result rc = api_.moduleLoadData(&module, code.binary.data()))
+      return error("cuModuleLoadData", rc);
+    cu::Function function = nullptr;
+    cu::Result rc =
+        api_.moduleGetFunction(&function, module, code.entryName.c_str());
+    if (rc == 0 && code.sharedBytes > kDefaultSharedBytes)
+      rc = api_.funcSetAttribute(
+          function, cu::kFunctionAttributeMaxDynamicSharedSizeBytes,
+          code.sharedBytes);
+    if (rc != 0) {
+      api_.moduleUnload(module);
+      return error("loading " + code.entryName, rc);
+    }
+    out = {module, function};
+    return Status::ok();
+  }
+
+  void unload(DeviceFunction &function) override {
+    if (!function.module)
+      return;
+    ContextScope scope(api_, context_);
+    api_.moduleUnload(function.module);
+    function = {};
+  }
+
+  Status launch(const DeviceFunction &function, const LaunchGeometry &g,
+                void *stream, void **params) override {
+    ContextScope scope(api_, context_);
+    if (cu::Result rc = api_.launchKernel(
+            function.function, g.grid[0], g.grid[1], g.grid[2],
+            g.threadsPerBlock, 1, 1, g.sharedBytes, stream, params, nullptr))
+      return error("cuLaunchKernel", rc);
+    return Status::ok();
+  }
+
+  Status allocate(size_t bytes, void *&ptr) override {
+    ContextScope scope(api_, context_);
+    cu::DevicePtr device = 0;
+    if (cu::Result rc = api_.memAlloc(&device, bytes))
+      return error("cuMemAlloc", rc);
+    ptr = reinterpret_cast<void *>(device);
+    return Status::ok();
+  }
+
+  Status release(void *ptr) override {
+    ContextScope scope(api_, context_);
+    if (cu::Result rc = api_.memFree(reinterpret_cast<cu::DevicePtr>(ptr)))
+      return error("cuMemFree", rc);
+    return Status::ok();
+  }
+
+  Status copyToDevice(void *dst, const void *src, size_t bytes) override {
+    ContextScope scope(api_, context_);
+    if (cu::Result rc =
+            api_.memcpyHtoD(reinterpret_cast<cu::DevicePtr>(dst), src, bytes))
+      return error("cuMemcpyHtoD", rc);
+    return Status::ok();
+  }
+
+  Status copyToHost(void *dst, const void *src, size_t bytes) override {
+    ContextScope scope(api_, context_);
+    if (cu::Result rc =
+            api_.memcpyDtoH(dst, reinterpret_cast<cu::DevicePtr>(src), bytes))
+      return error("cuMemcpyDtoH", rc);
+    return Status::ok();
+  }
+
+  Status synchronize() override {
+    ContextScope scope(api_, context_);
+    if (cu::Result rc = api_.ctxSynchronize())
+      return error("cuCtxSynchronize", rc);
+    return Status::ok();
+  }
+
+private:
+  // Makes the primary context current for one call and restores the
+  // caller's afterwards; free when it is current already (the usual case).
+  class ContextScope {
+  public:
+    ContextScope(const cu::API &api, cu::Context context) : api_(api) {
+      cu::Context current = nullptr;
+      if (api.ctxGetCurrent(&current) == 0 && current == context)
+        return;
+      pushed_ = api.ctxPushCurrent(context) == 0;
+    }
+    ~ContextScope() {
+      cu::Context ignored = nullptr;
+      if (pushed_)
+        api_.ctxPopCurrent(&ignored);
+    }
+
+  private:
+    const cu::API &api_;
+    bool pushed_ = false;
+  };
+
+  Status error(const std::string &what, cu::Result rc) const {
+    return Status(StatusCode::DriverError,
+                  what + " failed: " + describeError(api_, rc));
+  }
+
+  cu::API api_;
+  int ordinal_;
+  cu::Device device_;
+  cu::Context context_;
+  Arch arch_;
+  std::string name_;
+  int maxSharedBytes_;
+};
+
+Status bindDriver(const DynamicLibrary &lib, cu::API &api) {
+  // Versioned names: the unsuffixed ones are the 32-bit-era ABI.
+  for (Status status : {
+           lib.bind("cuInit", api.init),
+           lib.bind("cuDeviceGetCount", api.deviceGetCount),
+           lib.bind("cuDeviceGet", api.deviceGet),
+           lib.bind("cuDeviceGetAttribute", api.deviceGetAttribute),
+           lib.bind("cuDeviceGetName", api.deviceGetName),
+           lib.bind("cuDevicePrimaryCtxRetain", api.devicePrimaryCtxRetain),
+           lib.bind("cuDevicePrimaryCtxRelease_v2",
+                    api.devicePrimaryCtxRelease),
+           lib.bind("cuCtxGetCurrent", api.ctxGetCurrent),
+           lib.bind("cuCtxPushCurrent_v2", api.ctxPushCurrent),
+           lib.bind("cuCtxPopCurrent_v2", api.ctxPopCurrent),
+           lib.bind("cuCtxSynchronize", api.ctxSynchronize),
+           lib.bind("cuModuleLoadData", api.moduleLoadData),
+           lib.bind("cuModuleUnload", api.moduleUnload),
+           lib.bind("cuModuleGetFunction", api.moduleGetFunction),
+           lib.bind("cuFuncSetAttribute", api.funcSetAttribute),
+           lib.bind("cuLaunchKernel", api.launchKernel),
+           lib.bind("cuMemAlloc_v2", api.memAlloc),
+           lib.bind("cuMemFree_v2", api.memFree),
+           lib.bind("cuMemcpyHtoD_v2", api.memcpyHtoD),
+           lib.bind("cuMemcpyDtoH_v2", api.memcpyDtoH),
+           lib.bind("cuGetErrorName", api.getErrorName),
+           lib.bind("cuGetErrorString", api.getErrorString),
+       })
+    if (!status)
+      return status;
+  return Status::ok();
+}
+
+} // namespace
+
+Status openCudaBackend(int ordinal, std::unique_ptr<DeviceBackend> &out) {
+  DynamicLibrary lib;
+  if (Status status = DynamicLibrary::open({"libcuda.so.1"}, lib); !status)
+    return status;
+  cu::API api;
+  if (Status status = bindDriver(lib, api); !status)
+    return status;
+
+  auto noBackend = [&](const std::string &what, cu::Result rc) {
+    return Status(StatusCode::NoBackend, lib.path() + ": " + what +
+                                             " failed: " +
+                                             describeError(api, rc));
+  };
+  if (cu::Result rc = api.init(0))
+    return noBackend("cuInit", rc);
+  int count = 0;
+  if (cu::Result rc = api.deviceGetCount(&count))
+    return noBackend("cuDeviceGetCount", rc);
+  if (ordinal < 0 || ordinal >= count)
+    return Status(StatusCode::NoBackend,
+                  "cuda device " + std::to_string(ordinal) +
+                      " requested; the driver sees " + std::to_string(count));
+  cu::Device device = 0;
+  if (cu::Result rc = api.deviceGet(&device, ordinal))
+    return noBackend("cuDeviceGet", rc);
+
+  int major = 0, minor = 0, maxShared = 0;
+  char name[256] = {};
+  if (cu::Result rc = api.deviceGetAttribute(
+          &major, cu::kAttributeComputeCapabilityMajor, device))
+    return noBackend("cuDeviceGetAttribute", rc);
+  api.deviceGetAttribute(&minor, cu::kAttributeComputeCapabilityMinor, device);
+  api.deviceGetAttribute(&maxShared, cu::kAttributeMaxSharedMemoryPerBlockOptin,
+                         device);
+  api.deviceGetName(name, sizeof(name) - 1, device);
+
+  // sm_90a cubins run only on 9.0; sm_80 cubins run on every 8.x.
+  Arch arch;
+  if (major == 9 && minor == 0)
+    arch = Arch::SM90A;
+  else if (major == 8)
+    arch = Arch::SM80;
+  else
+    return Status(StatusCode::Unsupported,
+                  "cuda device " + std::to_string(ordinal) + " (" + name +
+                      ") has compute capability " + std::to_string(major) +
+                      "." + std::to_string(minor) +
+                      "; mlagen targets 8.x (sm_80) and 9.0 (sm_90a)");
+
+  cu::Context context = nullptr;
+  if (cu::Result rc = api.devicePrimaryCtxRetain(&context, device))
+    return noBackend("cuDevicePrimaryCtxRetain", rc);
+  out = std::make_unique<CudaBackend>(api, ordinal, device, context, arch,
+                                      name, maxShared);
+  return Status::ok();
+}
+
+Status openDeviceBackend(BackendKind kind, int device,
+                         std::unique_ptr<DeviceBackend> &out) {
+  switch (kind) {
+  case BackendKind::CUDA:
+    return openCudaBackend(device, out);
+  case BackendKind::HIP:
+    return openHipBackend(device, out);
+  case BackendKind::None:
+    return Status(StatusCode::NoBackend, "no GPU backend: compile-only");
+  case BackendKind::Auto:
+    break;
+  }
+  Status cuda = openCudaBackend(device, out);
+  if (cuda || cuda.code() != StatusCode::NoBackend)
+    return cuda;
+  Status hip = openHipBackend(device, out);
+  if (hip || hip.code() != StatusCode::NoBackend)
+    return hip;
+  return Status(StatusCode::NoBackend,
+                "no GPU backend: " + cuda.message() + "; " + hip.message());
+}
+
+} // namespace mlagen
+

@@ -1,0 +1,67 @@
+//===- DeviceBackend.h - one GPU, reached through its driver ---*- C++ -*-===//
+//
+// A DeviceBackend wraps the driver API of one device (CUDA or HIP), loaded
+// with dlopen. It loads code objects and launches them; the memory helpers
+// serve tests and tools. All members are thread-safe: the drivers are, and
+// the backends keep no mutable state after opening.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLAGEN_LIB_RUNTIME_DEVICEBACKEND_H
+#define MLAGEN_LIB_RUNTIME_DEVICEBACKEND_H
+
+#include "mlagen/Runtime/Runtime.h"
+
+#include <memory>
+#include <string>
+
+namespace mlagen {
+
+// A code object loaded on the device.
+struct DeviceFunction {
+  void *module = nullptr;
+  void *function = nullptr;
+};
+
+struct LaunchGeometry {
+  unsigned grid[3] = {1, 1, 1};
+  unsigned threadsPerBlock = 0;
+  unsigned sharedBytes = 0;
+};
+
+class DeviceBackend {
+public:
+  virtual ~DeviceBackend() = default;
+
+  virtual BackendKind kind() const = 0;
+  virtual Arch arch() const = 0;
+  // "cuda device 0: NVIDIA H100 80GB HBM3 (sm_90a)"
+  virtual std::string description() const = 0;
+
+  // Loads `code` and finds its entry; opts in to more than the default
+  // dynamic shared memory where the driver requires it.
+  virtual Status load(const CodeObject &code, DeviceFunction &out) = 0;
+  virtual void unload(DeviceFunction &function) = 0;
+  // Enqueues one launch; `params` is the kernel's argument pointer array.
+  virtual Status launch(const DeviceFunction &function,
+                        const LaunchGeometry &geometry, void *stream,
+                        void **params) = 0;
+
+  virtual Status allocate(size_t bytes, void *&ptr) = 0;
+  virtual Status release(void *ptr) = 0;
+  virtual Status copyToDevice(void *dst, const void *src, size_t bytes) = 0;
+  virtual Status copyToHost(void *dst, const void *src, size_t bytes) = 0;
+  virtual Status synchronize() = 0;
+};
+
+// NoBackend says what is missing ("libcuda.so.1 not found", "cuInit failed:
+// CUDA_ERROR_NO_DEVICE"); Unsupported names a device mlagen cannot target.
+Status openCudaBackend(int device, std::unique_ptr<DeviceBackend> &out);
+Status openHipBackend(int device, std::unique_ptr<DeviceBackend> &out);
+// CUDA, HIP or, for Auto, the first that opens; for Auto the NoBackend
+// message gives both reasons: "no GPU backend: <cuda>; <hip>".
+Status openDeviceBackend(BackendKind kind, int device,
+                         std::unique_ptr<DeviceBackend> &out);
+
+} // namespace mlagen
+
+#endif // MLAGEN_LIB_RUNTIME_DEVICEBACKEND_H

@@ -1,0 +1,140 @@
+//===- DriverAPI.h - the GPU library functions the runtime calls -*- C++ -*-===//
+//
+// The few types and functions of the CUDA driver, NVRTC, HIP and hiprtc that
+// the runtime dlsyms, declared here so that building needs no GPU headers:
+// handles are opaque pointers, results are ints (0 is success everywhere).
+// test/unit/*ABITest.cpp checks these against the real headers where they
+// are installed.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLAGEN_LIB_RUNTIME_DRIVERAPI_H
+#define MLAGEN_LIB_RUNTIME_DRIVERAPI_H
+
+#include <cstddef>
+
+namespace mlagen {
+
+namespace cu {
+using Result = int;
+using Device = int;
+using DevicePtr = unsigned long long;
+using Context = void *;
+using Module = void *;
+using Function = void *;
+using Stream = void *;
+
+enum : int {
+  kErrorNoDevice = 100,
+  kAttributeComputeCapabilityMajor = 75,
+  kAttributeComputeCapabilityMinor = 76,
+  kAttributeMaxSharedMemoryPerBlockOptin = 97,
+  kFunctionAttributeMaxDynamicSharedSizeBytes = 8,
+};
+
+// Member order follows the symbol table in CudaBackend.cpp.
+struct API {
+  Result (*init)(unsigned flags);
+  Result (*deviceGetCount)(int *count);
+  Result (*deviceGet)(Device *device, int ordinal);
+  Result (*deviceGetAttribute)(int *value, int attribute, Device device);
+  Result (*deviceGetName)(char *name, int size, Device device);
+  Result (*devicePrimaryCtxRetain)(Context *context, Device device);
+  Result (*devicePrimaryCtxRelease)(Device device);
+  Result (*ctxGetCurrent)(Context *context);
+  Result (*ctxPushCurrent)(Context context);
+  Result (*ctxPopCurrent)(Context *context);
+  Result (*ctxSynchronize)();
+  Result (*moduleLoadData)(Module *module, const void *image);
+  Result (*moduleUnload)(Module module);
+  Result (*moduleGetFunction)(Function *function, Module module,
+                              const char *name);
+  Result (*funcSetAttribute)(Function function, int attribute, int value);
+  Result (*launchKernel)(Function function, unsigned gridX, unsigned gridY,
+                         unsigned gridZ, unsigned blockX, unsigned blockY,
+                         unsigned blockZ, unsigned sharedBytes, Stream stream,
+                         void **params, void **extra);
+  Result (*memAlloc)(DevicePtr *ptr, size_t bytes);
+  Result (*memFree)(DevicePtr ptr);
+  Result (*memcpyHtoD)(DevicePtr dst, const void *src, size_t bytes);
+  Result (*memcpyDtoH)(void *dst, DevicePtr src, size_t bytes);
+  Result (*getErrorName)(Result error, const char **name);
+  Result (*getErrorString)(Result error, const char **text);
+};
+} // namespace cu
+
+namespace nvrtc {
+using Result = int;
+using Program = void *;
+
+struct API {
+  Result (*version)(int *major, int *minor);
+  Result (*createProgram)(Program *program, const char *source,
+                          const char *name, int numHeaders,
+                          const char *const *headers,
+                          const char *const *includeNames);
+  Result (*compileProgram)(Program program, int numOptions,
+                           const char *const *options);
+  Result (*destroyProgram)(Program *program);
+  Result (*getProgramLogSize)(Program program, size_t *size);
+  Result (*getProgramLog)(Program program, char *log);
+  Result (*getCUBINSize)(Program program, size_t *size);
+  Result (*getCUBIN)(Program program, char *cubin);
+  const char *(*getErrorString)(Result result);
+};
+} // namespace nvrtc
+
+namespace hip {
+using Error = int;
+using Module = void *;
+using Function = void *;
+using Stream = void *;
+using DevicePtr = void *;
+
+struct API {
+  Error (*init)(unsigned flags);
+  Error (*getDeviceCount)(int *count);
+  Error (*getDevice)(int *device);
+  Error (*setDevice)(int device);
+  // hipDeviceProp_t changes across ROCm releases: HipBackend passes an
+  // oversized buffer and reads only what it can find without the layout.
+  Error (*getDeviceProperties)(void *properties, int device);
+  Error (*moduleLoadData)(Module *module, const void *image);
+  Error (*moduleUnload)(Module module);
+  Error (*moduleGetFunction)(Function *function, Module module,
+                             const char *name);
+  Error (*moduleLaunchKernel)(Function function, unsigned gridX,
+                              unsigned gridY, unsigned gridZ, unsigned blockX,
+                              unsigned blockY, unsigned blockZ,
+                              unsigned sharedBytes, Stream stream,
+                              void **params, void **extra);
+  Error (*malloc)(void **ptr, size_t bytes);
+  Error (*free)(void *ptr);
+  Error (*memcpyHtoD)(DevicePtr dst, void *src, size_t bytes);
+  Error (*memcpyDtoH)(void *dst, DevicePtr src, size_t bytes);
+  Error (*deviceSynchronize)();
+  const char *(*getErrorString)(Error error);
+};
+} // namespace hip
+
+namespace hiprtc {
+using Result = int;
+using Program = void *;
+
+struct API {
+  Result (*createProgram)(Program *program, const char *source,
+                          const char *name, int numHeaders,
+                          const char **headers, const char **includeNames);
+  Result (*compileProgram)(Program program, int numOptions,
+                           const char **options);
+  Result (*destroyProgram)(Program *program);
+  Result (*getProgramLogSize)(Program program, size_t *size);
+  Result (*getProgramLog)(Program program, char *log);
+  Result (*getCodeSize)(Program program, size_t *size);
+  Result (*getCode)(Program program, char *code);
+  const char *(*getErrorString)(Result result);
+};
+} // namespace hiprtc
+
+} // namespace mlagen
+
+#endif // MLAGEN_LIB_RUNTIME_DRIVERAPI_H

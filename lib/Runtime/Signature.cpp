@@ -1,0 +1,282 @@
+//===- Signature.cpp - canonical text, parsing and validation -------------===//
+//
+// The canonical form is the basis of every cache key: its field order and
+// spelling are part of the cache format (see KernelCache.h). Change them only
+// together with the cache format version.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlagen/Runtime/Signature.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <vector>
+
+namespace mlagen {
+
+const char *opKindName(OpKind op) {
+  switch (op) {
+  case OpKind::Prefill:
+    return "prefill";
+  }
+  return "?";
+}
+
+const char *dtypeName(DType type) {
+  switch (type) {
+  case DType::BF16:
+    return "bf16";
+  case DType::FP16:
+    return "fp16";
+  case DType::FP8E4M3:
+    return "fp8e4m3";
+  }
+  return "?";
+}
+
+const char *maskName(Mask mask) {
+  switch (mask) {
+  case Mask::None:
+    return "none";
+  case Mask::Causal:
+    return "causal";
+  }
+  return "?";
+}
+
+const char *kvLayoutName(KVLayout layout) {
+  switch (layout) {
+  case KVLayout::Varlen:
+    return "varlen";
+  }
+  return "?";
+}
+
+const char *archName(Arch arch) {
+  switch (arch) {
+  case Arch::GFX90A:
+    return "gfx90a";
+  case Arch::GFX942:
+    return "gfx942";
+  case Arch::GFX950:
+    return "gfx950";
+  case Arch::SM80:
+    return "sm_80";
+  case Arch::SM90A:
+    return "sm_90a";
+  }
+  return "?";
+}
+
+bool isAMD(Arch arch) {
+  return arch == Arch::GFX90A || arch == Arch::GFX942 || arch == Arch::GFX950;
+}
+
+namespace {
+
+// Finds the enumerator whose name is `text` among [0, count).
+template <typename Enum>
+bool parseEnum(const std::string &text, const char *(*name)(Enum), int count,
+               Enum &out) {
+  for (int i = 0; i < count; ++i) {
+    if (text == name(static_cast<Enum>(i))) {
+      out = static_cast<Enum>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+bool parseInt(const std::string &text, int &out) {
+  const char *end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, out);
+  return ec == std::errc() && ptr == end && !text.empty();
+}
+
+bool parseFloat(const std::string &text, float &out) {
+  const char *end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, out);
+  return ec == std::errc() && ptr == end && !text.empty();
+}
+
+// Shortest text that reads back to the same float; -0 prints as 0.
+std::string formatFloat(float value) {
+  if (value == 0.0f)
+    return "0";
+  char buffer[32];
+  auto [ptr, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  return std::string(buffer, ec == std::errc() ? ptr : buffer);
+}
+
+bool isMultipleOf16In(int value, int lo, int hi) {
+  return value % 16 == 0 && value >= lo && value <= hi;
+}
+
+Status invalid(const std::string &message) {
+  return Status(StatusCode::InvalidSignature, message);
+}
+
+} // namespace
+
+bool parseArch(const std::string &name, Arch &out) {
+  return parseEnum(name, archName, static_cast<int>(Arch::SM90A) + 1, out);
+}
+
+std::string Signature::canonical() const {
+  std::ostringstream os;
+  os << opKindName(op) << " qk=" << headDimQK << " v=" << headDimV
+     << " hq=" << numQHeads << " hkv=" << numKVHeads
+     << " mask=" << maskName(mask) << " window=" << windowLeft << ','
+     << windowRight << " softcap=" << formatFloat(softCap)
+     << " lse=" << (returnLSE ? 1 : 0) << " q=" << dtypeName(qType)
+     << " kv=" << dtypeName(kvType) << " out=" << dtypeName(outType)
+     << " layout=" << kvLayoutName(kvLayout) << " tile_q=" << tileQ
+     << " arch=" << archName(arch);
+  return os.str();
+}
+
+Status Signature::validate() const {
+  auto got = [](auto value) { return " (got " + std::to_string(value) + ")"; };
+
+  if (op != OpKind::Prefill)
+    return invalid("op has an unknown value" + got(static_cast<int>(op)));
+  if (kvLayout != KVLayout::Varlen)
+    return invalid("kv_layout has an unknown value" +
+                   got(static_cast<int>(kvLayout)));
+  if (mask != Mask::None && mask != Mask::Causal)
+    return invalid("mask has an unknown value" + got(static_cast<int>(mask)));
+  if (std::string(archName(arch)) == "?")
+    return invalid("arch has an unknown value" + got(static_cast<int>(arch)));
+  for (auto [field, type] : {std::pair{"q_type", qType},
+                             std::pair{"kv_type", kvType},
+                             std::pair{"out_type", outType}})
+    if (std::string(dtypeName(type)) == "?")
+      return invalid(std::string(field) + " has an unknown value" +
+                     got(static_cast<int>(type)));
+
+  if (!isMultipleOf16In(headDimQK, 16, 576))
+    return invalid("head_dim_qk must be a multiple of 16 in [16, 576]" +
+                   got(headDimQK));
+  if (!isMultipleOf16In(headDimV, 16, 512))
+    return invalid("head_dim_v must be a multiple of 16 in [16, 512]" +
+                   got(headDimV));
+  // num_q_heads is grid.y of every launch: 65535 is the CUDA limit.
+  if (numQHeads < 1 || numQHeads > 65535)
+    return invalid("num_q_heads must be in [1, 65535]" + got(numQHeads));
+  if (numKVHeads < 1)
+    return invalid("num_kv_heads must be >= 1" + got(numKVHeads));
+  if (numQHeads % numKVHeads != 0)
+    return invalid("num_q_heads must be a multiple of num_kv_heads (got " +
+                   std::to_string(numQHeads) + " and " +
+                   std::to_string(numKVHeads) + ")");
+  if (windowLeft < -1)
+    return invalid("window_left must be -1 (unbounded) or >= 0" +
+                   got(windowLeft));
+  if (windowRight < -1)
+    return invalid("window_right must be -1 (unbounded) or >= 0" +
+                   got(windowRight));
+  if (!std::isfinite(softCap) || softCap < 0.0f)
+    return invalid("soft_cap must be finite and >= 0 (got " +
+                   formatFloat(softCap) + ")");
+  if (tileQ != 0 && !isMultipleOf16In(tileQ, 16, 256))
+    return invalid(
+        "tile_q must be 0 (chosen by the compiler) or a multiple of 16 in "
+        "[16, 256]" +
+        got(tileQ));
+
+  if (qType == DType::FP8E4M3 || kvType == DType::FP8E4M3 ||
+      outType == DType::FP8E4M3)
+    return Status(StatusCode::Unsupported, "fp8 prefill is not supported yet");
+  // The prefill template has one input type for q, k, v and out.
+  if (kvType != qType)
+    return invalid(std::string("kv_type must equal q_type for now (got kv=") +
+                   dtypeName(kvType) + ", q=" + dtypeName(qType) + ")");
+  if (outType != qType)
+    return invalid(std::string("out_type must equal q_type for now (got out=") +
+                   dtypeName(outType) + ", q=" + dtypeName(qType) + ")");
+  return Status::ok();
+}
+
+Status parseSignature(const std::string &text, Signature &out) {
+  std::istringstream in(text);
+  std::string opText;
+  if (!(in >> opText))
+    return invalid("signature text is empty");
+  Signature sig;
+  if (!parseEnum(opText, opKindName, 1, sig.op))
+    return invalid("unknown op '" + opText + "' (expected prefill)");
+
+  // Each field parses its value text into `sig`; false means malformed.
+  using FieldParser = std::function<bool(const std::string &)>;
+  auto intField = [](int &field) {
+    return FieldParser([&field](const std::string &v) {
+      return parseInt(v, field);
+    });
+  };
+  auto dtypeField = [](DType &field) {
+    return FieldParser([&field](const std::string &v) {
+      return parseEnum(v, dtypeName, 3, field);
+    });
+  };
+  const std::vector<std::pair<std::string, FieldParser>> fields = {
+      {"qk", intField(sig.headDimQK)},
+      {"v", intField(sig.headDimV)},
+      {"hq", intField(sig.numQHeads)},
+      {"hkv", intField(sig.numKVHeads)},
+      {"mask",
+       [&](const std::string &v) { return parseEnum(v, maskName, 2, sig.mask); }},
+      {"window",
+       [&](const std::string &v) {
+         size_t comma = v.find(',');
+         return comma != std::string::npos &&
+                parseInt(v.substr(0, comma), sig.windowLeft) &&
+                parseInt(v.substr(comma + 1), sig.windowRight);
+       }},
+      {"softcap",
+       [&](const std::string &v) { return parseFloat(v, sig.softCap); }},
+      {"lse",
+       [&](const std::string &v) {
+         sig.returnLSE = v == "1";
+         return v == "0" || v == "1";
+       }},
+      {"q", dtypeField(sig.qType)},
+      {"kv", dtypeField(sig.kvType)},
+      {"out", dtypeField(sig.outType)},
+      {"layout",
+       [&](const std::string &v) {
+         return parseEnum(v, kvLayoutName, 1, sig.kvLayout);
+       }},
+      {"tile_q", intField(sig.tileQ)},
+      {"arch", [&](const std::string &v) { return parseArch(v, sig.arch); }},
+  };
+
+  std::map<std::string, bool> seen;
+  std::string token;
+  while (in >> token) {
+    size_t eq = token.find('=');
+    if (eq == std::string::npos)
+      return invalid("signature field '" + token + "' is not key=value");
+    std::string key = token.substr(0, eq), value = token.substr(eq + 1);
+    auto field = std::find_if(fields.begin(), fields.end(),
+                              [&](const auto &f) { return f.first == key; });
+    if (field == fields.end())
+      return invalid("unknown signature field '" + key + "'");
+    if (seen[key])
+      return invalid("signature field '" + key + "' appears twice");
+    seen[key] = true;
+    if (!field->second(value))
+      return invalid("signature field '" + key + "' has a malformed value '" +
+                     value + "'");
+  }
+  for (const auto &field : fields)
+    if (!seen[field.first])
+      return invalid("signature is missing field '" + field.first + "'");
+  out = sig;
+  return Status::ok();
+}
+
+} // namespace mlagen

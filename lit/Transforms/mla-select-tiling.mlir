@@ -1,0 +1,75 @@
+// RUN: mlagen-opt %s --split-input-file --verify-diagnostics --mla-select-tiling | FileCheck %s
+
+// Each target's preferred tiling; tile_q is always 16 * warps.
+// CHECK-LABEL: mla.prefill @sm_90a
+//  CHECK-SAME:   arch = sm_90a, tiling = <tile_q = 128, tile_k = 64, warps = 8, wave_size = 32, stages = 2, mma_m = 16, mma_n = 8, mma_k = 16>,
+// CHECK-LABEL: mla.prefill @sm_80
+//  CHECK-SAME:   arch = sm_80, tiling = <tile_q = 128, tile_k = 64, warps = 8, wave_size = 32, stages = 2, mma_m = 16, mma_n = 8, mma_k = 16>,
+// CHECK-LABEL: mla.prefill @gfx90a
+//  CHECK-SAME:   arch = gfx90a, tiling = <tile_q = 64, tile_k = 32, warps = 4, wave_size = 64, stages = 1, mma_m = 16, mma_n = 16, mma_k = 16>,
+// CHECK-LABEL: mla.prefill @gfx942
+//  CHECK-SAME:   arch = gfx942, tiling = <tile_q = 64, tile_k = 32, warps = 4, wave_size = 64, stages = 1, mma_m = 16, mma_n = 16, mma_k = 16>,
+// CHECK-LABEL: mla.prefill @gfx950
+//  CHECK-SAME:   arch = gfx950, tiling = <tile_q = 128, tile_k = 64, warps = 8, wave_size = 64, stages = 1, mma_m = 16, mma_n = 16, mma_k = 32>,
+mla.prefill @sm_90a qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads = 16, mask = causal, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+mla.prefill @sm_80 qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads = 16, mask = causal, arch = sm_80, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+mla.prefill @gfx90a qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads = 16, mask = causal, arch = gfx90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+mla.prefill @gfx942 qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads = 16, mask = causal, arch = gfx942, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+mla.prefill @gfx950 qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads = 16, mask = causal, arch = gfx950, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+
+// -----
+
+// Too big for shared memory: give up the second stage, then halve tile_k,
+// then tile_q, until it fits.
+// sm_90a, 576/512: one stage and tile_k 32 fit in 227 KiB.
+// CHECK-LABEL: mla.prefill @sm_90a_576x512
+//  CHECK-SAME:   tiling = <tile_q = 128, tile_k = 32, warps = 8, wave_size = 32, stages = 1,
+// sm_80 has 163 KiB: tile_k 16 is not enough, tile_q halves.
+// CHECK-LABEL: mla.prefill @sm_80_576x512
+//  CHECK-SAME:   tiling = <tile_q = 64, tile_k = 16, warps = 4, wave_size = 32, stages = 1,
+// gfx942's 64 KiB of LDS takes everything down to one MFMA tile.
+// CHECK-LABEL: mla.prefill @gfx942_576x512
+//  CHECK-SAME:   tiling = <tile_q = 16, tile_k = 16, warps = 1, wave_size = 64, stages = 1,
+// gfx950's MFMA is 32 deep: tile_k stops at 32 and tile_q halves.
+// CHECK-LABEL: mla.prefill @gfx950_576x512
+//  CHECK-SAME:   tiling = <tile_q = 64, tile_k = 32, warps = 4, wave_size = 64, stages = 1,
+// sm_80, 64/512: the wide V costs the second stage only.
+// CHECK-LABEL: mla.prefill @sm_80_64x512
+//  CHECK-SAME:   tiling = <tile_q = 128, tile_k = 64, warps = 8, wave_size = 32, stages = 1,
+mla.prefill @sm_90a_576x512 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, kv_heads = 1, mask = causal, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+mla.prefill @sm_80_576x512 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, kv_heads = 1, mask = causal, arch = sm_80, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+mla.prefill @gfx942_576x512 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, kv_heads = 1, mask = causal, arch = gfx942, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+mla.prefill @gfx950_576x512 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, kv_heads = 1, mask = causal, arch = gfx950, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+mla.prefill @sm_80_64x512 qk_head_dim = 64, v_head_dim = 512, q_heads = 16, kv_heads = 16, mask = causal, arch = sm_80, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+
+// -----
+
+// A pinned tile_q is kept: warps follow it, and tile_k shrinks instead.
+// CHECK-LABEL: mla.prefill @pinned_small
+//  CHECK-SAME:   tile_q = 32, arch = sm_90a, tiling = <tile_q = 32, tile_k = 64, warps = 2, wave_size = 32, stages = 2,
+// CHECK-LABEL: mla.prefill @pinned_large
+//  CHECK-SAME:   tile_q = 128, arch = gfx942, tiling = <tile_q = 128, tile_k = 16, warps = 8, wave_size = 64, stages = 1,
+mla.prefill @pinned_small qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads = 16, mask = causal, tile_q = 32, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+mla.prefill @pinned_large qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads = 16, mask = causal, tile_q = 128, arch = gfx942, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+
+// -----
+
+// A tiling already in the IR is a decision made: it is kept.
+// CHECK-LABEL: mla.prefill @tiled
+//  CHECK-SAME:   tiling = <tile_q = 32, tile_k = 16, warps = 2, wave_size = 32, stages = 1, mma_m = 16, mma_n = 8, mma_k = 16>,
+mla.prefill @tiled qk_head_dim = 128, v_head_dim = 128, q_heads = 8, kv_heads = 8, mask = causal, arch = sm_90a, tiling = <tile_q = 32, tile_k = 16, warps = 2, wave_size = 32, stages = 1, mma_m = 16, mma_n = 8, mma_k = 16>, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+
+// -----
+
+// expected-error @+1 {{'mla.prefill' op no tiling fits gfx942's 65536 bytes of shared memory: the smallest, tile_q = 256 (pinned), tile_k = 16, stages = 1, needs 334336}}
+mla.prefill @pinned_too_large qk_head_dim = 576, v_head_dim = 512, q_heads = 16, kv_heads = 1, mask = causal, tile_q = 256, arch = gfx942, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+
+// -----
+
+// expected-error @+1 {{'mla.prefill' op has no 'arch': name one on the variant or run mla-select-tiling{arch=...}}}
+mla.prefill @no_arch qk_head_dim = 128, v_head_dim = 128, q_heads = 8, kv_heads = 8, mask = causal, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+
+// -----
+
+// expected-error @+1 {{'qk_head_dim' (80) must be a multiple of gfx950's MMA depth (32) and 'v_head_dim' (128) of its width (16)}}
+mla.prefill @shallow qk_head_dim = 80, v_head_dim = 128, q_heads = 8, kv_heads = 8, mask = causal, arch = gfx950, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen

@@ -1,0 +1,714 @@
+// Varlen flash-attention forward (FlashAttention-2 online softmax) on matrix
+// cores only: mma.sync on NVIDIA, MFMA on AMD CDNA. A block computes kTileQ
+// query rows of one query head of one sequence against every key tile those
+// rows can see. templates/CONTRACT.md defines the ABI, grid and masking rule.
+
+@@MLAGEN_CONFIG@@
+
+@@MLAGEN_PRELUDE@@
+
+// Host mirror: lib/Runtime/PrefillParams.h. Strides are in elements.
+struct mlagen_prefill_params {
+  const void *q;
+  const void *k;
+  const void *v;
+  void *out;
+  float *lse;
+  const int *cu_seqlens_q;
+  const int *cu_seqlens_k;
+  long long q_token_stride, q_head_stride;
+  long long k_token_stride, k_head_stride;
+  long long v_token_stride, v_head_stride;
+  long long out_token_stride, out_head_stride;
+  long long lse_head_stride;
+  int batch;
+  int max_seqlen_q;
+  float softmax_scale;
+  int reserved;
+};
+
+namespace mlagen {
+namespace prefill {
+
+using namespace mlagen_config;
+
+typedef select_type<kInputBF16, bf16, fp16>::type Elem;
+
+static_assert(kHeadDimQK % 16 == 0 && kHeadDimV % 16 == 0, "head dims are multiples of 16");
+static_assert(kNumQHeads % kNumKVHeads == 0, "kNumKVHeads divides kNumQHeads");
+static_assert(kTileK % 16 == 0, "kTileK is a multiple of 16");
+static_assert(kThreads == kNumWarps * kWaveSize, "kThreads = kNumWarps * kWaveSize");
+static_assert(kStages >= 1, "at least one K/V buffer");
+
+constexpr int kQueryHeadsPerKVHead = kNumQHeads / kNumKVHeads;
+
+// Key visibility within one sequence. Query i lines up with key
+// i + len_k - len_q (bottom-right aligned) and sees the keys of
+// [i + len_k - len_q - kWindowLeft, i + len_k - len_q + kReachRight] that
+// exist; an unbounded side is replaced by the sequence edge.
+constexpr bool kBoundedLeft = kWindowLeft >= 0;
+constexpr bool kBoundedRight = kCausal || kWindowRight >= 0;
+constexpr int kReachRight = kCausal ? 0 : kWindowRight;
+
+struct Sequence {
+  int len_q;
+  int len_k;
+
+  // First key query i sees; may lie outside [0, len_k).
+  MLAGEN_DEVICE int key_begin(int i) const {
+    return kBoundedLeft ? i + len_k - len_q - kWindowLeft : 0;
+  }
+  // One past the last key query i sees, at most len_k.
+  MLAGEN_DEVICE int key_end(int i) const {
+    return kBoundedRight ? min_int(len_k, i + len_k - len_q + kReachRight + 1) : len_k;
+  }
+  MLAGEN_DEVICE bool sees(int i, int j) const { return j >= key_begin(i) && j < key_end(i); }
+};
+
+// Queries first..last of a block, warp or wave (visibility bounds are
+// monotone in the query, so the extreme rows bound the whole range).
+struct QueryRows {
+  int first;
+  int last;
+
+  MLAGEN_DEVICE int key_begin(const Sequence &seq) const { return max_int(0, seq.key_begin(first)); }
+  MLAGEN_DEVICE int key_end(const Sequence &seq) const { return seq.key_end(last); }
+  MLAGEN_DEVICE bool touches(const Sequence &seq, int k0) const {
+    return k0 < key_end(seq) && k0 + kTileK > key_begin(seq);
+  }
+  // Some (query, key) of this tile is invisible, so elements must be masked.
+  MLAGEN_DEVICE bool needs_mask(const Sequence &seq, int k0) const {
+    return k0 + kTileK > seq.key_end(first) || k0 < seq.key_begin(last);
+  }
+};
+
+// Logits in log2 units, so that softmax runs on exp2. A score is what the
+// kernel keeps per (query, key): the soft-capped logit, or without a cap the
+// raw q.k, whose scaling folds into the exp2 argument (one contracted FMA).
+struct Logits {
+  float unit;       // log2-unit logit = score * unit
+  float cap_factor; // q.k -> tanh argument
+
+  MLAGEN_DEVICE explicit Logits(float softmax_scale)
+      : unit(kSoftCap > 0.0f ? 1.0f : softmax_scale * kLog2e),
+        cap_factor(kSoftCap > 0.0f ? softmax_scale / kSoftCap : 0.0f) {}
+  MLAGEN_DEVICE float score(float qk) const {
+    return kSoftCap > 0.0f ? kSoftCap * kLog2e * tanh_approx(qk * cap_factor) : qk;
+  }
+  // exp2(logit - base) of a score; -inf (masked) gives 0.
+  MLAGEN_DEVICE float exp2_shifted(float score, float base) const {
+    return exp2_approx(score * unit - base);
+  }
+};
+
+// Online-softmax state of one query row: running max (log2 units) and this
+// lane's share of the running sum (lanes are summed once, at the end).
+struct RowState {
+  float max = kNegInf;
+  float sum = 0.0f;
+
+  // Takes the tile's row max (log2 units, over all lanes); returns the
+  // factor that rescales what was accumulated so far and sets `base`, the
+  // value to subtract before exp2. A row that has seen only masked keys keeps
+  // max = -inf and uses base 0, so its probabilities are 0 rather than NaN.
+  MLAGEN_DEVICE float update(float tile_max, float &base) {
+    const float new_max = max_float(max, tile_max);
+    base = new_max == kNegInf ? 0.0f : new_max;
+    const float alpha = exp2_approx(max - base);
+    max = new_max;
+    sum *= alpha;
+    return alpha;
+  }
+  // `total` is the row sum over all lanes. A row that saw no key writes 0
+  // and LSE -inf.
+  MLAGEN_DEVICE static float output_scale(float total) { return total > 0.0f ? 1.0f / total : 0.0f; }
+  MLAGEN_DEVICE float lse(float total) const {
+    return total > 0.0f ? (max + log2_approx(total)) * kLn2 : kNegInf;
+  }
+};
+
+// One block's work, with the pointers already at its sequence and heads.
+struct Task {
+  Sequence seq;
+  int q0;           // first query row of the block, within the sequence
+  const u16 *q;     // row q0
+  const u16 *k;     // key 0 of the kv head
+  const u16 *v;
+  u16 *out;         // row q0
+  float *lse;       // query 0 of the sequence, or null
+  long long q_stride, k_stride, v_stride, out_stride;
+  Logits logits;
+};
+
+// Thread layout for copying tiles of kCols-element rows in 16-byte chunks:
+// up to 8 threads share a row (128 contiguous bytes), the block covers
+// kRowsPerPass rows at a time and each thread steps over kColumnBlocks.
+template <int kCols>
+struct TileCopy {
+  static constexpr int kChunks = kCols / 8;
+  static constexpr int kThreadsPerRow = kChunks % 8 == 0 ? 8 : kChunks % 4 == 0 ? 4 : kChunks % 2 == 0 ? 2 : 1;
+  static constexpr int kRowsPerPass = kThreads / kThreadsPerRow;
+  static constexpr int kBlockCols = 8 * kThreadsPerRow;
+  static constexpr int kColumnBlocks = kChunks / kThreadsPerRow;
+};
+
+#if MLAGEN_TARGET_NVIDIA
+// NVIDIA, mma.sync m16n8k16: each warp owns 16 query rows. Q fragments stay
+// in registers; S = Q K^T accumulates in C fragments that are rescaled in
+// place, converted to 16-bit and reused as the A operand of O += P V.
+// K and V tiles stream global -> shared through cp.async, kStages deep.
+namespace warp_mma {
+
+static_assert(kWaveSize == 32, "NVIDIA warps are 32 lanes");
+static_assert(kTileQ == 16 * kNumWarps, "NVIDIA: each warp owns 16 query rows (kTileQ = 16 * kNumWarps)");
+static_assert(kHeadDimV <= 256, "NVIDIA: a warp keeps 16 x kHeadDimV fp32 outputs in registers");
+
+// Rows padded by 8 elements: the 8 rows an ldmatrix reads start 16 bytes
+// apart modulo 128, so they hit distinct banks.
+constexpr int kStrideQK = kHeadDimQK + 8;
+constexpr int kStrideV = kHeadDimV + 8;
+constexpr int kQTileElems = kTileQ * kStrideQK;
+constexpr int kKTileElems = kTileK * kStrideQK;
+constexpr int kVTileElems = kTileK * kStrideV;
+constexpr int kSharedBytesUsed = 2 * (kQTileElems + kStages * (kKTileElems + kVTileElems));
+static_assert(kSharedBytesUsed <= kSharedBytes, "tiles exceed kSharedBytes");
+
+constexpr int kQKSteps = kHeadDimQK / 16; // k-steps of S = Q K^T
+constexpr int kSTiles = kTileK / 8;       // n8 tiles of S
+constexpr int kPVSteps = kTileK / 16;     // k-steps of O += P V
+constexpr int kOTiles = kHeadDimV / 8;    // n8 tiles of O
+// Q fragments live in registers unless they and the accumulators would need
+// more than ~160 of the 255 registers a thread may use.
+constexpr bool kQInRegisters = 4 * (kQKSteps + kSTiles + kOTiles) <= 160;
+
+// Copies a row-major kRows x kCols global tile into shared memory with row
+// stride kStride, zero-filling rows at or past `rows_valid`. Each thread
+// keeps one 16-byte column chunk and walks rows and column blocks by
+// constant steps, so its addresses cost a couple of registers.
+template <int kRows, int kCols, int kStride>
+MLAGEN_DEVICE void load_tile_async(u16 *dst, const u16 *src, long long src_stride, int rows_valid) {
+  typedef TileCopy<kCols> Copy;
+  const int tid = thread_index();
+  const int row = tid / Copy::kThreadsPerRow;
+  const int col = tid % Copy::kThreadsPerRow * 8;
+  const u16 *const tile = src; // row 0 exists: a safe address for skipped rows
+  dst += row * kStride + col;
+  src += row * src_stride + col;
+#pragma unroll
+  for (int pass = 0; pass < ceil_div(kRows, Copy::kRowsPerPass); ++pass) {
+    const int r = row + pass * Copy::kRowsPerPass;
+    if (kRows % Copy::kRowsPerPass != 0 && r >= kRows)
+      break;
+    const bool valid = r < rows_valid;
+#pragma unroll
+    for (int cb = 0; cb < Copy::kColumnBlocks; ++cb)
+      nv::cp_async_16(nv::shared_address(dst + pass * Copy::kRowsPerPass * kStride + cb * Copy::kBlockCols),
+                      valid ? src + pass * Copy::kRowsPerPass * src_stride + cb * Copy::kBlockCols : tile,
+                      valid);
+  }
+}
+
+MLAGEN_DEVICE void attend(const Task &task, u16 *smem) {
+  const Sequence &seq = task.seq;
+  u16 *const q_tile = smem;
+  u16 *const k_tiles = q_tile + kQTileElems;
+  u16 *const v_tiles = k_tiles + kStages * kKTileElems;
+
+  const int tid = thread_index();
+  const int warp = tid / 32;
+  const int lane = tid % 32;
+  const int group = lane / 4; // fragment row (and row + 8)
+  const int quad = lane % 4;  // fragment column pair
+
+  const int rows_q = min_int(kTileQ, seq.len_q - task.q0);
+  const QueryRows block_rows = {task.q0, task.q0 + rows_q - 1};
+  const int warp_q0 = task.q0 + warp * 16;
+  const QueryRows warp_rows = {warp_q0, min_int(warp_q0 + 15, seq.len_q - 1)};
+  const bool warp_has_rows = warp_q0 < seq.len_q;
+
+  const int key_begin = block_rows.key_begin(seq);
+  const int key_end = block_rows.key_end(seq);
+  const int first_tile = key_begin / kTileK;
+  const int num_tiles = key_end > key_begin ? ceil_div(key_end, kTileK) - first_tile : 0;
+
+  // Per-lane ldmatrix row offsets (elements): lane i addresses row i % 8 of
+  // matrix i / 8; the matrices are ordered as the fragment registers.
+  const int q_lane = (lane % 8 + 8 * (lane / 8 % 2)) * kStrideQK + 8 * (lane / 16) + warp * 16 * kStrideQK;
+  const int k_lane = (lane % 8 + 8 * (lane / 16)) * kStrideQK + 8 * (lane / 8 % 2);
+  const int v_lane = (lane % 8 + 8 * (lane / 8 % 2)) * kStrideV + 8 * (lane / 16);
+
+  auto load_kv = [&](int tile) {
+    const int k0 = tile * kTileK;
+    const int buffer = (tile - first_tile) % kStages;
+    load_tile_async<kTileK, kHeadDimQK, kStrideQK>(k_tiles + buffer * kKTileElems,
+                                                   task.k + k0 * task.k_stride, task.k_stride,
+                                                   seq.len_k - k0);
+    load_tile_async<kTileK, kHeadDimV, kStrideV>(v_tiles + buffer * kVTileElems,
+                                                 task.v + k0 * task.v_stride, task.v_stride,
+                                                 seq.len_k - k0);
+  };
+
+  u32 q_frag[kQKSteps][4]; // unused, and optimised away, unless kQInRegisters
+  float o[kOTiles][4] = {};
+  RowState rows[2]; // rows group and group + 8
+
+  if (num_tiles > 0) {
+    // Q joins the first committed group.
+    load_tile_async<kTileQ, kHeadDimQK, kStrideQK>(q_tile, task.q, task.q_stride, rows_q);
+    for (int s = 0; s + 1 < kStages; ++s) {
+      if (s < num_tiles)
+        load_kv(first_tile + s);
+      nv::cp_async_commit();
+    }
+  }
+
+  for (int it = 0; it < num_tiles; ++it) {
+    if (kStages == 1) {
+      if (it > 0)
+        block_barrier(); // everyone is done with the single buffer
+      load_kv(first_tile + it);
+      nv::cp_async_commit();
+    }
+    nv::cp_async_wait<kStages == 1 ? 0 : kStages - 2>();
+    // Makes tile `it` visible, and frees the buffer read in iteration it - 1.
+    block_barrier();
+    if (kStages > 1) {
+      if (it + kStages - 1 < num_tiles)
+        load_kv(first_tile + it + kStages - 1);
+      nv::cp_async_commit();
+    }
+    if (kQInRegisters && it == 0) {
+#pragma unroll
+      for (int ks = 0; ks < kQKSteps; ++ks)
+        nv::ldmatrix_x4(q_frag[ks], nv::shared_address(q_tile + q_lane + ks * 16));
+    }
+
+    const int k0 = (first_tile + it) * kTileK;
+    if (!warp_has_rows || !warp_rows.touches(seq, k0))
+      continue; // causal / window: nothing this warp sees in the tile
+    const int buffer = it % kStages;
+    const u32 k_base = nv::shared_address(k_tiles + buffer * kKTileElems + k_lane);
+    const u32 v_base = nv::shared_address(v_tiles + buffer * kVTileElems + v_lane);
+
+    float s[kSTiles][4] = {};
+#pragma unroll
+    for (int ks = 0; ks < kQKSteps; ++ks) {
+      u32 q_reg[4];
+      if (!kQInRegisters)
+        nv::ldmatrix_x4(q_reg, nv::shared_address(q_tile + q_lane + ks * 16));
+      const u32(&a)[4] = kQInRegisters ? q_frag[ks] : q_reg;
+#pragma unroll
+      for (int nt = 0; nt < kSTiles; nt += 2) {
+        u32 b[4]; // b0, b1 of key tiles nt and nt + 1
+        nv::ldmatrix_x4(b, k_base + 2 * (nt * 8 * kStrideQK + ks * 16));
+        nv::mma_16x8x16<Elem>(s[nt], a, b[0], b[1]);
+        nv::mma_16x8x16<Elem>(s[nt + 1], a, b[2], b[3]);
+      }
+    }
+
+    // Element e of tile nt is (row group + 8 * (e / 2), key nt * 8 + 2 * quad + e % 2).
+    const bool masked = warp_rows.needs_mask(seq, k0);
+    float tile_max[2] = {kNegInf, kNegInf};
+#pragma unroll
+    for (int nt = 0; nt < kSTiles; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float x = task.logits.score(s[nt][e]);
+        if (masked && !seq.sees(warp_q0 + group + 8 * (e / 2), k0 + nt * 8 + 2 * quad + e % 2))
+          x = kNegInf;
+        s[nt][e] = x;
+        tile_max[e / 2] = max_float(tile_max[e / 2], x);
+      }
+    }
+    float base[2], alpha[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      tile_max[r] = max_float(tile_max[r], shfl_xor(tile_max[r], 1));
+      tile_max[r] = max_float(tile_max[r], shfl_xor(tile_max[r], 2));
+      alpha[r] = rows[r].update(tile_max[r] * task.logits.unit, base[r]);
+    }
+#pragma unroll
+    for (int nt = 0; nt < kSTiles; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s[nt][e] = task.logits.exp2_shifted(s[nt][e], base[e / 2]);
+        rows[e / 2].sum += s[nt][e];
+      }
+    }
+#pragma unroll
+    for (int ot = 0; ot < kOTiles; ++ot) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        o[ot][e] *= alpha[e / 2];
+    }
+
+#pragma unroll
+    for (int ps = 0; ps < kPVSteps; ++ps) {
+      // The C fragments of key tiles 2ps and 2ps + 1 are exactly the A
+      // fragment of keys 16ps..16ps+15.
+      const u32 p[4] = {pack2<Elem>(s[2 * ps][0], s[2 * ps][1]), pack2<Elem>(s[2 * ps][2], s[2 * ps][3]),
+                        pack2<Elem>(s[2 * ps + 1][0], s[2 * ps + 1][1]),
+                        pack2<Elem>(s[2 * ps + 1][2], s[2 * ps + 1][3])};
+#pragma unroll
+      for (int ot = 0; ot < kOTiles; ot += 2) {
+        u32 b[4]; // b0, b1 of output tiles ot and ot + 1
+        nv::ldmatrix_x4_trans(b, v_base + 2 * (ps * 16 * kStrideV + ot * 8));
+        nv::mma_16x8x16<Elem>(o[ot], p, b[0], b[1]);
+        nv::mma_16x8x16<Elem>(o[ot + 1], p, b[2], b[3]);
+      }
+    }
+  }
+
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float total = rows[r].sum;
+    total += shfl_xor(total, 1);
+    total += shfl_xor(total, 2);
+    const int query = warp_q0 + group + 8 * r;
+    if (query >= seq.len_q)
+      continue;
+    const float scale = RowState::output_scale(total);
+    u16 *dst = task.out + (query - task.q0) * task.out_stride + 2 * quad;
+#pragma unroll
+    for (int ot = 0; ot < kOTiles; ++ot)
+      *reinterpret_cast<u32 *>(dst + ot * 8) = pack2<Elem>(o[ot][2 * r] * scale, o[ot][2 * r + 1] * scale);
+    if (kReturnLSE && task.lse && quad == 0)
+      task.lse[query] = rows[r].lse(total);
+  }
+}
+
+} // namespace warp_mma
+#endif // MLAGEN_TARGET_NVIDIA
+
+#if MLAGEN_TARGET_CDNA
+// AMD CDNA, wave64 MFMA 16x16: each wave owns kBlocksPerWave blocks of 16
+// queries. S^T = K Q^T puts query l % 16 in lane l's accumulator column, which
+// is also the B layout of O^T += V^T P^T, whose accumulator again keeps query
+// l % 16 per lane: each lane rescales and normalises only its own query, and
+// row reductions are two shuffles across l / 16. Q^T stays in registers; K
+// and V^T (transposed on its way into LDS, so lanes read contiguous keys)
+// are staged through registers, the next tile's loads overlapping this
+// tile's math.
+namespace wave_mfma {
+
+using cdna::kLaneK;
+using cdna::kMfmaK;
+using cdna::mfma_operand;
+
+static_assert(kWaveSize == 64, "CDNA waves are 64 lanes");
+static_assert(kTileQ % (16 * kNumWarps) == 0, "CDNA: kTileQ is a multiple of 16 * kNumWarps");
+static_assert(kHeadDimQK % kMfmaK == 0 && kTileK % kMfmaK == 0,
+              "CDNA: kHeadDimQK and kTileK are multiples of the MFMA depth (32 on gfx950)");
+
+constexpr int kBlocksPerWave = kTileQ / (16 * kNumWarps);
+constexpr int kWaveRows = 16 * kBlocksPerWave;
+
+// Padding so that the 16 rows read by a quarter wave hit distinct banks:
+// K rows by kLaneK-element lane reads, V^T rows by 4-element lane reads.
+constexpr int kStrideK = kHeadDimQK + kLaneK;
+constexpr int kStrideVt = kTileK + 4;
+constexpr int kKTileElems = kTileK * kStrideK;
+constexpr int kVtTileElems = kHeadDimV * kStrideVt;
+constexpr int kSharedBytesUsed = 2 * kStages * (kKTileElems + kVtTileElems);
+static_assert(kSharedBytesUsed <= kSharedBytes, "tiles exceed kSharedBytes");
+
+constexpr int kQKSteps = kHeadDimQK / kMfmaK; // MFMAs per 16x16 block of S^T
+constexpr int kSBlocks = kTileK / 16;         // 16-key blocks of S^T
+constexpr int kPVSteps = kTileK / kMfmaK;     // MFMAs per 16x16 block of O^T
+constexpr int kSBlocksPerStep = kMfmaK / 16;  // S^T blocks feeding one PV MFMA
+constexpr int kOBlocks = kHeadDimV / 16;
+
+// Global -> register staging of one K/V tile: K in 16-byte row chunks laid
+// out as TileCopy; V in units of 4 keys x 8 columns, each of which
+// transposes into 8 rows of V^T.
+typedef TileCopy<kHeadDimQK> KCopy;
+constexpr int kKPasses = ceil_div(kTileK, KCopy::kRowsPerPass);
+constexpr int kVUnitsPerColumn = kTileK / 4;
+constexpr int kVUnits = kVUnitsPerColumn * (kHeadDimV / 8);
+constexpr int kVLoads = ceil_div(kVUnits, kThreads);
+
+struct StagedKV {
+  u32x4 k[kKPasses][KCopy::kColumnBlocks];
+  u32x4 v[kVLoads][4];
+};
+
+MLAGEN_DEVICE u32x4 load_row_chunk(const u16 *src, bool valid) {
+  const u32x4 zero = {0u, 0u, 0u, 0u};
+  return valid ? *reinterpret_cast<const u32x4 *>(src) : zero;
+}
+
+MLAGEN_DEVICE void fetch_kv(StagedKV &staged, const Task &task, int k0, int tid) {
+  const int len_k = task.seq.len_k;
+  const int k_row = tid / KCopy::kThreadsPerRow;
+  const u16 *const k_src = task.k + (k0 + k_row) * task.k_stride + tid % KCopy::kThreadsPerRow * 8;
+#pragma unroll
+  for (int pass = 0; pass < kKPasses; ++pass) {
+    const int row = k_row + pass * KCopy::kRowsPerPass;
+    const bool valid = (kTileK % KCopy::kRowsPerPass == 0 || row < kTileK) && k0 + row < len_k;
+#pragma unroll
+    for (int cb = 0; cb < KCopy::kColumnBlocks; ++cb)
+      staged.k[pass][cb] = load_row_chunk(
+          k_src + pass * KCopy::kRowsPerPass * task.k_stride + cb * KCopy::kBlockCols, valid);
+  }
+#pragma unroll
+  for (int i = 0; i < kVLoads; ++i) {
+    // Consecutive lanes take consecutive key quads: coalesced enough on
+    // load, and bank-conflict free when written transposed.
+    const int unit = tid + i * kThreads;
+    const int key = unit % kVUnitsPerColumn * 4;
+    const int col = unit / kVUnitsPerColumn * 8;
+    const bool unit_valid = kVUnits % kThreads == 0 || unit < kVUnits;
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+      staged.v[i][r] = load_row_chunk(task.v + (k0 + key + r) * task.v_stride + col,
+                                      unit_valid && k0 + key + r < len_k);
+  }
+}
+
+MLAGEN_DEVICE void store_kv(const StagedKV &staged, u16 *k_tile, u16 *vt_tile, int tid) {
+  u16 *const k_dst = k_tile + tid / KCopy::kThreadsPerRow * kStrideK + tid % KCopy::kThreadsPerRow * 8;
+#pragma unroll
+  for (int pass = 0; pass < kKPasses; ++pass) {
+    if (kTileK % KCopy::kRowsPerPass != 0 && tid / KCopy::kThreadsPerRow + pass * KCopy::kRowsPerPass >= kTileK)
+      break;
+#pragma unroll
+    for (int cb = 0; cb < KCopy::kColumnBlocks; ++cb) {
+      u16 *dst = k_dst + pass * KCopy::kRowsPerPass * kStrideK + cb * KCopy::kBlockCols;
+      if (kStrideK % 8 == 0) {
+        *reinterpret_cast<u32x4 *>(dst) = staged.k[pass][cb];
+      } else { // rows are only 8-byte aligned
+        *reinterpret_cast<u32x2 *>(dst) = staged.k[pass][cb].xy;
+        *reinterpret_cast<u32x2 *>(dst + 4) = staged.k[pass][cb].zw;
+      }
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kVLoads; ++i) {
+    const int unit = tid + i * kThreads;
+    if (kVUnits % kThreads != 0 && unit >= kVUnits)
+      break;
+    const int key = unit % kVUnitsPerColumn * 4;
+    const int col = unit / kVUnitsPerColumn * 8;
+    const u32x4(&v)[4] = staged.v[i];
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      // Element c of a row is half c % 2 of word c / 2.
+      const int w = c / 2;
+      const u32 low = c % 2 == 0 ? (v[0][w] & 0xffffu) | (v[1][w] << 16) : (v[0][w] >> 16) | (v[1][w] & 0xffff0000u);
+      const u32 high = c % 2 == 0 ? (v[2][w] & 0xffffu) | (v[3][w] << 16) : (v[2][w] >> 16) | (v[3][w] & 0xffff0000u);
+      const u32x2 keys = {low, high};
+      *reinterpret_cast<u32x2 *>(vt_tile + (col + c) * kStrideVt + key) = keys;
+    }
+  }
+}
+
+MLAGEN_DEVICE void attend(const Task &task, u16 *smem) {
+  const Sequence &seq = task.seq;
+  u16 *const k_tiles = smem;
+  u16 *const vt_tiles = k_tiles + kStages * kKTileElems;
+
+  const int tid = thread_index();
+  const int wave = wave_uniform(tid / 64);
+  const int lane = lane_index();
+  const int column = lane % 16; // the query this lane works on, per block
+  const int slice = lane / 16;  // which quarter of the contraction it holds
+
+  const int rows_q = min_int(kTileQ, seq.len_q - task.q0);
+  const QueryRows block_rows = {task.q0, task.q0 + rows_q - 1};
+  const int wave_q0 = task.q0 + wave * kWaveRows;
+  const QueryRows wave_rows = {wave_q0, min_int(wave_q0 + kWaveRows - 1, seq.len_q - 1)};
+  const bool wave_has_rows = wave_q0 < seq.len_q;
+
+  const int key_begin = block_rows.key_begin(seq);
+  const int key_end = block_rows.key_end(seq);
+  const int first_tile = key_begin / kTileK;
+  const int num_tiles = key_end > key_begin ? ceil_div(key_end, kTileK) - first_tile : 0;
+
+  // B operand of S^T = K Q^T: lane holds Q[query][kLaneK * slice + i] of each k-step.
+  mfma_operand q_frag[kBlocksPerWave][kQKSteps];
+#pragma unroll
+  for (int qb = 0; qb < kBlocksPerWave; ++qb) {
+    const int row = wave * kWaveRows + qb * 16 + column; // within the block
+    const u16 *src = task.q + row * task.q_stride + kLaneK * slice;
+#pragma unroll
+    for (int ks = 0; ks < kQKSteps; ++ks) {
+      mfma_operand zero = {};
+      q_frag[qb][ks] = row < rows_q ? *reinterpret_cast<const mfma_operand *>(src + ks * kMfmaK) : zero;
+    }
+  }
+
+  f32x4 o[kBlocksPerWave][kOBlocks] = {};
+  RowState rows[kBlocksPerWave];
+  const u16 *const k_lane = k_tiles + column * kStrideK + kLaneK * slice;
+  const u16 *const vt_lane = vt_tiles + column * kStrideVt + 4 * slice;
+
+  StagedKV staged;
+  if (num_tiles > 0)
+    fetch_kv(staged, task, first_tile * kTileK, tid);
+
+  for (int it = 0; it < num_tiles; ++it) {
+    const int buffer = it % kStages;
+    if (kStages == 1 && it > 0)
+      block_barrier(); // everyone is done with the single buffer
+    // With kStages >= 2 the previous iteration's barrier already ordered
+    // this store after the last reads of the buffer (kStages tiles ago).
+    store_kv(staged, k_tiles + buffer * kKTileElems, vt_tiles + buffer * kVtTileElems, tid);
+    block_barrier(); // the tile is visible to every wave
+    if (it + 1 < num_tiles)
+      fetch_kv(staged, task, (first_tile + it + 1) * kTileK, tid);
+
+    const int k0 = (first_tile + it) * kTileK;
+    if (!wave_has_rows || !wave_rows.touches(seq, k0))
+      continue; // causal / window: nothing this wave sees in the tile
+    const u16 *const k_buf = k_lane + buffer * kKTileElems;
+    const u16 *const vt_buf = vt_lane + buffer * kVtTileElems;
+
+    // s[qb][sb][i] = S[query wave_q0 + 16 qb + column][key k0 + 16 sb + 4 slice + i]
+    f32x4 s[kBlocksPerWave][kSBlocks] = {};
+#pragma unroll
+    for (int ks = 0; ks < kQKSteps; ++ks) {
+#pragma unroll
+      for (int sb = 0; sb < kSBlocks; ++sb) {
+        const mfma_operand a = *reinterpret_cast<const mfma_operand *>(k_buf + sb * 16 * kStrideK + ks * kMfmaK);
+#pragma unroll
+        for (int qb = 0; qb < kBlocksPerWave; ++qb)
+          s[qb][sb] = cdna::mfma_16x16<Elem>(a, q_frag[qb][ks], s[qb][sb]);
+      }
+    }
+
+    const bool masked = wave_rows.needs_mask(seq, k0);
+    u32x2 p[kBlocksPerWave][kSBlocks]; // probabilities, B operand of O^T += V^T P^T
+#pragma unroll
+    for (int qb = 0; qb < kBlocksPerWave; ++qb) {
+      const int query = wave_q0 + qb * 16 + column;
+      float tile_max = kNegInf;
+#pragma unroll
+      for (int sb = 0; sb < kSBlocks; ++sb) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          float x = task.logits.score(s[qb][sb][i]);
+          if (masked && !seq.sees(query, k0 + sb * 16 + 4 * slice + i))
+            x = kNegInf;
+          s[qb][sb][i] = x;
+          tile_max = max_float(tile_max, x);
+        }
+      }
+      tile_max = max_float(tile_max, shfl_xor(tile_max, 16));
+      tile_max = max_float(tile_max, shfl_xor(tile_max, 32));
+      float base;
+      const float alpha = rows[qb].update(tile_max * task.logits.unit, base);
+#pragma unroll
+      for (int sb = 0; sb < kSBlocks; ++sb) {
+        float e[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          e[i] = task.logits.exp2_shifted(s[qb][sb][i], base);
+          rows[qb].sum += e[i];
+        }
+        p[qb][sb].x = pack2<Elem>(e[0], e[1]);
+        p[qb][sb].y = pack2<Elem>(e[2], e[3]);
+      }
+#pragma unroll
+      for (int ob = 0; ob < kOBlocks; ++ob)
+        o[qb][ob] *= alpha;
+    }
+
+    // PV step ps contracts S^T blocks ps * kSBlocksPerStep + j, j <
+    // kSBlocksPerStep; lane slots 4j..4j+3 hold keys 16 (that block) + 4
+    // slice + 0..3 in both operands.
+#pragma unroll
+    for (int ps = 0; ps < kPVSteps; ++ps) {
+      mfma_operand b[kBlocksPerWave];
+#pragma unroll
+      for (int qb = 0; qb < kBlocksPerWave; ++qb) {
+#pragma unroll
+        for (int j = 0; j < kSBlocksPerStep; ++j) {
+          b[qb][2 * j] = p[qb][ps * kSBlocksPerStep + j].x;
+          b[qb][2 * j + 1] = p[qb][ps * kSBlocksPerStep + j].y;
+        }
+      }
+#pragma unroll
+      for (int ob = 0; ob < kOBlocks; ++ob) {
+        mfma_operand a;
+#pragma unroll
+        for (int j = 0; j < kSBlocksPerStep; ++j) {
+          const u32x2 vt = *reinterpret_cast<const u32x2 *>(vt_buf + ob * 16 * kStrideVt +
+                                                            (ps * kSBlocksPerStep + j) * 16);
+          a[2 * j] = vt.x;
+          a[2 * j + 1] = vt.y;
+        }
+#pragma unroll
+        for (int qb = 0; qb < kBlocksPerWave; ++qb)
+          o[qb][ob] = cdna::mfma_16x16<Elem>(a, b[qb], o[qb][ob]);
+      }
+    }
+  }
+
+  // o[qb][ob][i] = O[query wave_q0 + 16 qb + column][16 ob + 4 slice + i]
+#pragma unroll
+  for (int qb = 0; qb < kBlocksPerWave; ++qb) {
+    float total = rows[qb].sum;
+    total += shfl_xor(total, 16);
+    total += shfl_xor(total, 32);
+    const int query = wave_q0 + qb * 16 + column;
+    if (query >= seq.len_q)
+      continue;
+    const float scale = RowState::output_scale(total);
+    u16 *dst = task.out + (query - task.q0) * task.out_stride + 4 * slice;
+#pragma unroll
+    for (int ob = 0; ob < kOBlocks; ++ob) {
+      const f32x4 r = o[qb][ob] * scale;
+      const u32x2 packed = {pack2<Elem>(r.x, r.y), pack2<Elem>(r.z, r.w)};
+      *reinterpret_cast<u32x2 *>(dst + ob * 16) = packed;
+    }
+    if (kReturnLSE && task.lse && slice == 0)
+      task.lse[query] = rows[qb].lse(total);
+  }
+}
+
+} // namespace wave_mfma
+#endif // MLAGEN_TARGET_CDNA
+
+} // namespace prefill
+} // namespace mlagen
+
+extern "C" __global__ void __launch_bounds__(mlagen_config::kThreads)
+    mlagen_prefill(mlagen_prefill_params p) {
+  using namespace mlagen;
+  using namespace mlagen::prefill;
+  extern __shared__ __attribute__((aligned(16))) u16 mlagen_smem[];
+
+  const int sequence = block_index_z();
+  const int head = block_index_y();
+  // Causal: later query tiles see more keys, so they go first and the
+  // longest blocks do not form the tail of the grid.
+  const int q_tile = kCausal ? ceil_div(p.max_seqlen_q, kTileQ) - 1 - block_index_x() : block_index_x();
+  const int q0 = q_tile * kTileQ;
+  const int q_offset = p.cu_seqlens_q[sequence];
+  const int len_q = p.cu_seqlens_q[sequence + 1] - q_offset;
+  if (q0 < 0 || q0 >= len_q)
+    return;
+  const int k_offset = p.cu_seqlens_k[sequence];
+  const int len_k = p.cu_seqlens_k[sequence + 1] - k_offset;
+  const int kv_head = head / kQueryHeadsPerKVHead;
+
+  const Task task = {
+      {len_q, len_k},
+      q0,
+      static_cast<const u16 *>(p.q) + (q_offset + q0) * p.q_token_stride + head * p.q_head_stride,
+      static_cast<const u16 *>(p.k) + k_offset * p.k_token_stride + kv_head * p.k_head_stride,
+      static_cast<const u16 *>(p.v) + k_offset * p.v_token_stride + kv_head * p.v_head_stride,
+      static_cast<u16 *>(p.out) + (q_offset + q0) * p.out_token_stride + head * p.out_head_stride,
+      p.lse ? p.lse + head * p.lse_head_stride + q_offset : nullptr,
+      p.q_token_stride,
+      p.k_token_stride,
+      p.v_token_stride,
+      p.out_token_stride,
+      Logits(p.softmax_scale)};
+
+#if MLAGEN_TARGET_NVIDIA
+  warp_mma::attend(task, mlagen_smem);
+#else
+  wave_mfma::attend(task, mlagen_smem);
+#endif
+}

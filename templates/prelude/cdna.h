@@ -1,0 +1,136 @@
+// mlagen prelude, AMD CDNA part (gfx90a, gfx942, gfx950; wave64): thread
+// indexing, wave shuffles, fast math and the MFMA wrapper. Only compiler
+// builtins are used, so the same text compiles under hiprtc (which
+// pre-includes the HIP runtime) and clang -x hip -nogpuinc (which has none).
+
+#ifndef __global__
+#define __global__ __attribute__((global))
+#endif
+#ifndef __shared__
+#define __shared__ __attribute__((shared))
+#endif
+#ifndef __launch_bounds__
+#define __launch_bounds__(threads) \
+  __attribute__((amdgpu_flat_work_group_size(1, threads)))
+#endif
+
+namespace mlagen {
+
+typedef float f32x2 __attribute__((ext_vector_type(2)));
+typedef float f32x4 __attribute__((ext_vector_type(4)));
+typedef u32 u32x2 __attribute__((ext_vector_type(2)));
+typedef u32 u32x4 __attribute__((ext_vector_type(4)));
+
+MLAGEN_DEVICE int thread_index() { return (int)__builtin_amdgcn_workitem_id_x(); }
+MLAGEN_DEVICE int block_index_x() { return (int)__builtin_amdgcn_workgroup_id_x(); }
+MLAGEN_DEVICE int block_index_y() { return (int)__builtin_amdgcn_workgroup_id_y(); }
+MLAGEN_DEVICE int block_index_z() { return (int)__builtin_amdgcn_workgroup_id_z(); }
+// Same value in every lane of the wave; lets the compiler keep it in an SGPR.
+MLAGEN_DEVICE int wave_uniform(int v) { return __builtin_amdgcn_readfirstlane(v); }
+MLAGEN_DEVICE int lane_index() {
+  return (int)__builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
+}
+
+// What HIP's __syncthreads does: LDS writes before the barrier are visible
+// to every wave of the workgroup after it.
+MLAGEN_DEVICE void block_barrier() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+
+MLAGEN_DEVICE float shfl_xor(float v, int lane_mask) {
+  int source = (lane_index() ^ lane_mask) << 2;
+  return __builtin_bit_cast(
+      float, __builtin_amdgcn_ds_bpermute(source, __builtin_bit_cast(int, v)));
+}
+
+// The hardware instructions (v_exp_f32, v_log_f32) where the compiler names
+// them; the generic builtins add denormal range reduction we do not need.
+MLAGEN_DEVICE float exp2_approx(float x) {
+#if __has_builtin(__builtin_amdgcn_exp2f)
+  return __builtin_amdgcn_exp2f(x);
+#else
+  return __builtin_exp2f(x);
+#endif
+}
+MLAGEN_DEVICE float log2_approx(float x) {
+#if __has_builtin(__builtin_amdgcn_logf)
+  return __builtin_amdgcn_logf(x);
+#else
+  return __builtin_log2f(x);
+#endif
+}
+// tanh(x) = 1 - 2 / (e^(2x) + 1); saturates to +-1 through exp2 -> inf / 0.
+MLAGEN_DEVICE float tanh_approx(float x) {
+  return 1.0f - 2.0f * __builtin_amdgcn_rcpf(exp2_approx(2.0f * kLog2e * x) + 1.0f);
+}
+
+// Two floats -> two 16-bit elements in one register, `lo` in the low half.
+// Round to nearest even.
+template <class T>
+MLAGEN_DEVICE u32 pack2(float lo, float hi);
+template <>
+MLAGEN_DEVICE u32 pack2<bf16>(float lo, float hi) {
+#if defined(__gfx950__)
+  typedef __bf16 bf16x2 __attribute__((ext_vector_type(2)));
+  return __builtin_bit_cast(u32, __builtin_convertvector((f32x2){lo, hi}, bf16x2));
+#else
+  return bf16_bits_rne(lo) | (bf16_bits_rne(hi) << 16);
+#endif
+}
+template <>
+MLAGEN_DEVICE u32 pack2<fp16>(float lo, float hi) {
+  typedef _Float16 f16x2 __attribute__((ext_vector_type(2)));
+  return __builtin_bit_cast(u32, __builtin_convertvector((f32x2){lo, hi}, f16x2));
+}
+
+namespace cdna {
+
+// Contraction depth of the 16x16 MFMA: gfx950 has double-depth bf16/f16
+// instructions at twice the rate.
+#if defined(__gfx950__)
+constexpr int kMfmaK = 32;
+#else
+constexpr int kMfmaK = 16;
+#endif
+// Elements of the contraction each lane holds (A and B alike).
+constexpr int kLaneK = kMfmaK / 4;
+typedef u32 mfma_operand __attribute__((ext_vector_type(kLaneK / 2)));
+
+// D (16x16) += A (16 x kMfmaK) * B (kMfmaK x 16), fp32 accumulate. Lane l
+// holds A[l % 16][kLaneK * (l / 16) + i], B[kLaneK * (l / 16) + i][l % 16]
+// (i < kLaneK) and D[4 * (l / 16) + i][l % 16] (i < 4). Any one-to-one
+// relabelling of the contraction index used by both A and B gives the same D.
+template <class T>
+MLAGEN_DEVICE f32x4 mfma_16x16(mfma_operand a, mfma_operand b, f32x4 d);
+#if defined(__gfx950__)
+template <>
+MLAGEN_DEVICE f32x4 mfma_16x16<bf16>(mfma_operand a, mfma_operand b, f32x4 d) {
+  typedef __bf16 bf16x8 __attribute__((ext_vector_type(8)));
+  return __builtin_amdgcn_mfma_f32_16x16x32_bf16(__builtin_bit_cast(bf16x8, a),
+                                                 __builtin_bit_cast(bf16x8, b), d, 0, 0, 0);
+}
+template <>
+MLAGEN_DEVICE f32x4 mfma_16x16<fp16>(mfma_operand a, mfma_operand b, f32x4 d) {
+  typedef _Float16 f16x8 __attribute__((ext_vector_type(8)));
+  return __builtin_amdgcn_mfma_f32_16x16x32_f16(__builtin_bit_cast(f16x8, a),
+                                                __builtin_bit_cast(f16x8, b), d, 0, 0, 0);
+}
+#else
+template <>
+MLAGEN_DEVICE f32x4 mfma_16x16<bf16>(mfma_operand a, mfma_operand b, f32x4 d) {
+  typedef short i16x4 __attribute__((ext_vector_type(4)));
+  return __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(__builtin_bit_cast(i16x4, a),
+                                                   __builtin_bit_cast(i16x4, b), d, 0, 0, 0);
+}
+template <>
+MLAGEN_DEVICE f32x4 mfma_16x16<fp16>(mfma_operand a, mfma_operand b, f32x4 d) {
+  typedef _Float16 f16x4 __attribute__((ext_vector_type(4)));
+  return __builtin_amdgcn_mfma_f32_16x16x16f16(__builtin_bit_cast(f16x4, a),
+                                               __builtin_bit_cast(f16x4, b), d, 0, 0, 0);
+}
+#endif
+
+} // namespace cdna
+} // namespace mlagen

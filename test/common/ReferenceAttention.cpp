@@ -1,0 +1,81 @@
+//===- ReferenceAttention.cpp - CPU prefill attention for tests -----------===//
+
+#include "ReferenceAttention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace mlagen::test {
+
+bool keyVisible(const AttentionProblem &p, int i, int j, int sq, int sk) {
+  // Bottom-right alignment: the last query lines up with the last key.
+  const int diagonal = i + sk - sq;
+  if (p.causal && j > diagonal)
+    return false;
+  if (p.windowLeft >= 0 && j < diagonal - p.windowLeft)
+    return false;
+  if (p.windowRight >= 0 && j > diagonal + p.windowRight)
+    return false;
+  return true;
+}
+
+void referencePrefill(const AttentionProblem &p, const std::vector<float> &q,
+                      const std::vector<float> &k, const std::vector<float> &v,
+                      std::vector<float> &out, std::vector<float> &lse) {
+  const int dqk = p.headDimQK, dv = p.headDimV;
+  const int hq = p.numQHeads, hkv = p.numKVHeads, group = hq / hkv;
+  const int totalQ = p.totalQ();
+  out.assign(static_cast<size_t>(totalQ) * hq * dv, 0.0f);
+  lse.assign(static_cast<size_t>(hq) * totalQ,
+             -std::numeric_limits<float>::infinity());
+
+  std::vector<double> logits, acc(dv);
+  for (int b = 0; b < p.batch(); ++b) {
+    const int q0 = p.cuSeqlensQ[b], sq = p.cuSeqlensQ[b + 1] - q0;
+    const int k0 = p.cuSeqlensK[b], sk = p.cuSeqlensK[b + 1] - k0;
+    for (int h = 0; h < hq; ++h) {
+      const int kvh = h / group;
+      for (int i = 0; i < sq; ++i) {
+        const float *qi = &q[(static_cast<size_t>(q0 + i) * hq + h) * dqk];
+        logits.assign(sk, -std::numeric_limits<double>::infinity());
+        double rowMax = -std::numeric_limits<double>::infinity();
+        for (int j = 0; j < sk; ++j) {
+          if (!keyVisible(p, i, j, sq, sk))
+            continue;
+          const float *kj = &k[(static_cast<size_t>(k0 + j) * hkv + kvh) * dqk];
+          double dot = 0.0;
+          for (int d = 0; d < dqk; ++d)
+            dot += static_cast<double>(qi[d]) * kj[d];
+          double s = p.softmaxScale * dot;
+          if (p.softCap > 0.0f)
+            s = p.softCap * std::tanh(s / p.softCap);
+          logits[j] = s;
+          rowMax = std::max(rowMax, s);
+        }
+        if (std::isinf(rowMax))
+          continue; // no visible key: zeros, LSE = -inf
+
+        double sum = 0.0;
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int j = 0; j < sk; ++j) {
+          if (std::isinf(logits[j]))
+            continue;
+          const double w = std::exp(logits[j] - rowMax);
+          sum += w;
+          const float *vj = &v[(static_cast<size_t>(k0 + j) * hkv + kvh) * dv];
+          for (int d = 0; d < dv; ++d)
+            acc[d] += w * vj[d];
+        }
+        float *o = &out[static_cast<size_t>(q0 + i) * hq * dv +
+                        static_cast<size_t>(h) * dv];
+        for (int d = 0; d < dv; ++d)
+          o[d] = static_cast<float>(acc[d] / sum);
+        lse[static_cast<size_t>(h) * totalQ + q0 + i] =
+            static_cast<float>(rowMax + std::log(sum));
+      }
+    }
+  }
+}
+
+} // namespace mlagen::test

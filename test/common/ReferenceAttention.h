@@ -1,0 +1,47 @@
+//===- ReferenceAttention.h - CPU prefill attention for tests --*- C++ -*-===//
+//
+// The straightforward definition of what the prefill kernel computes
+// (templates/CONTRACT.md), in fp32 storage with double accumulation:
+// varlen batches, bottom-right causal mask, sliding window, tanh soft cap,
+// GQA and the natural-log LSE. Slow on purpose: it is the oracle.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLAGEN_TEST_COMMON_REFERENCEATTENTION_H
+#define MLAGEN_TEST_COMMON_REFERENCEATTENTION_H
+
+#include <vector>
+
+namespace mlagen::test {
+
+struct AttentionProblem {
+  int headDimQK = 0;
+  int headDimV = 0;
+  int numQHeads = 1;
+  int numKVHeads = 1;
+  bool causal = false;
+  int windowLeft = -1; // -1: unbounded
+  int windowRight = -1;
+  float softCap = 0.0f; // 0: off
+  float softmaxScale = 1.0f;
+  std::vector<int> cuSeqlensQ; // [batch + 1]
+  std::vector<int> cuSeqlensK; // [batch + 1]
+
+  int batch() const { return static_cast<int>(cuSeqlensQ.size()) - 1; }
+  int totalQ() const { return cuSeqlensQ.back(); }
+  int totalK() const { return cuSeqlensK.back(); }
+};
+
+// Whether query i of a sequence with seqlens (sq, sk) sees key j.
+bool keyVisible(const AttentionProblem &problem, int i, int j, int sq, int sk);
+
+// q: [total_q, hq, dqk], k: [total_k, hkv, dqk], v: [total_k, hkv, dv],
+// all contiguous. Writes out: [total_q, hq * dv] and lse: [hq, total_q]
+// (a row that sees no key: zeros and -inf).
+void referencePrefill(const AttentionProblem &problem,
+                      const std::vector<float> &q, const std::vector<float> &k,
+                      const std::vector<float> &v, std::vector<float> &out,
+                      std::vector<float> &lse);
+
+} // namespace mlagen::test
+
+#endif // MLAGEN_TEST_COMMON_REFERENCEATTENTION_H

@@ -1,0 +1,91 @@
+//===- TestSupport.cpp - fakes and fixtures for runtime tests -------------===//
+
+#include "TestSupport.h"
+#include "DeviceCompiler.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+#include <thread>
+
+namespace mlagen::test {
+
+const char *const kTrivialKernelSource = R"(
+#ifndef __global__
+#define __global__ __attribute__((global))
+#endif
+extern "C" __global__ void mlagen_test_kernel(int *out) {
+  if (out)
+    out[0] = 42;
+}
+)";
+
+Status CountingGenerator::generate(const Signature &sig, GeneratedKernel &out) {
+  ++calls_;
+  if (delay.count())
+    std::this_thread::sleep_for(delay);
+  if (fail)
+    return Status(StatusCode::GeneratorError, "fake generator failed");
+  out.source = source;
+  out.entryName = entryName;
+  out.threadsPerBlock = threadsPerBlock;
+  out.sharedBytes = sharedBytes;
+  out.tileQ = tileQ ? tileQ : sig.tileQ ? sig.tileQ : 64;
+  return Status::ok();
+}
+
+std::function<void(const std::string &)> WarningLog::sink() {
+  return [state = state_](const std::string &message) {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->messages.push_back(message);
+  };
+}
+
+std::vector<std::string> WarningLog::messages() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->messages;
+}
+
+ScratchDirectory::ScratchDirectory() {
+  std::string pattern = "/tmp/mlagen-test-XXXXXX";
+  if (!mkdtemp(pattern.data()))
+    throw std::runtime_error("mkdtemp failed");
+  path_ = pattern;
+}
+
+ScratchDirectory::~ScratchDirectory() {
+  std::error_code ignored;
+  std::filesystem::permissions(path_, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::add, ignored);
+  std::filesystem::remove_all(path_, ignored);
+}
+
+CompileTarget findCompileTarget() {
+  std::unique_ptr<DeviceCompiler> compiler;
+  Status nvrtc = loadNvrtcCompiler(compiler);
+  if (nvrtc)
+    return {Arch::SM90A, ""};
+  Status clang = findClangCompiler(compiler);
+  if (clang)
+    return {Arch::GFX942, ""};
+  return {std::nullopt, nvrtc.message() + "; " + clang.message()};
+}
+
+Signature testSignature(Arch arch, int headDimQK) {
+  Signature sig;
+  sig.headDimQK = headDimQK;
+  sig.arch = arch;
+  return sig;
+}
+
+std::vector<std::string> cacheEntries(const std::string &root) {
+  std::vector<std::string> entries;
+  std::error_code error;
+  for (const auto &file :
+       std::filesystem::directory_iterator(root + "/v1", error))
+    if (file.path().extension() == ".entry")
+      entries.push_back(file.path().string());
+  return entries;
+}
+
+} // namespace mlagen::test

@@ -1,0 +1,87 @@
+//===- TestSupport.h - fakes and fixtures for runtime tests ----*- C++ -*-===//
+#ifndef MLAGEN_TEST_COMMON_TESTSUPPORT_H
+#define MLAGEN_TEST_COMMON_TESTSUPPORT_H
+
+#include "mlagen/Runtime/Runtime.h"
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlagen::test {
+
+// A kernel every compiler accepts: NVRTC and hiprtc define __global__,
+// clang -nogpuinc does not.
+extern const char *const kTrivialKernelSource;
+
+// A SourceGenerator that returns kTrivialKernelSource (or `source`) and
+// counts its calls, optionally slowly, so that racing threads pile up.
+class CountingGenerator final : public SourceGenerator {
+public:
+  explicit CountingGenerator(std::string identity = "fake-generator/1")
+      : identity_(std::move(identity)) {}
+
+  Status generate(const Signature &sig, GeneratedKernel &out) override;
+  std::string identity() const override { return identity_; }
+
+  int calls() const { return calls_.load(); }
+  std::chrono::milliseconds delay{0};
+  std::string source = kTrivialKernelSource;
+  std::string entryName = "mlagen_test_kernel";
+  int threadsPerBlock = 128;
+  int sharedBytes = 0;
+  int tileQ = 0;     // 0: the signature's tile_q, or 64 when it pins none
+  bool fail = false; // return GeneratorError instead
+
+private:
+  std::string identity_;
+  std::atomic<int> calls_{0};
+};
+
+// Collects runtime warnings; thread-safe.
+class WarningLog {
+public:
+  std::function<void(const std::string &)> sink();
+  std::vector<std::string> messages() const;
+  size_t count() const { return messages().size(); }
+
+private:
+  struct State {
+    mutable std::mutex mutex;
+    std::vector<std::string> messages;
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
+};
+
+// A fresh directory under /tmp, removed with its contents.
+class ScratchDirectory {
+public:
+  ScratchDirectory();
+  ~ScratchDirectory();
+  const std::string &path() const { return path_; }
+
+private:
+  std::string path_;
+};
+
+// An arch some installed compiler can build (sm_90a with NVRTC, else
+// gfx942 with clang-22), with the reason when there is none.
+struct CompileTarget {
+  std::optional<Arch> arch;
+  std::string whyNot;
+};
+CompileTarget findCompileTarget();
+
+// A signature of the given arch with test-friendly defaults.
+Signature testSignature(Arch arch, int headDimQK = 192);
+
+// The *.entry files of a cache root, in v1/.
+std::vector<std::string> cacheEntries(const std::string &root);
+
+} // namespace mlagen::test
+
+#endif // MLAGEN_TEST_COMMON_TESTSUPPORT_H

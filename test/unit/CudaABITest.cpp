@@ -1,0 +1,75 @@
+//===- CudaABITest.cpp - DriverAPI.h against cuda.h and nvrtc.h -----------===//
+//
+// Built only where CUDA's headers are installed. Every check is a
+// static_assert: a wrong declaration fails the build, not a GPU run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ABICompatible.h"
+#include "DriverAPI.h"
+
+#include <cuda.h>
+#include <nvrtc.h>
+
+#include <catch2/catch.hpp>
+
+using namespace mlagen;
+using mlagen::test::abiCompatible;
+
+#define CHECK_ABI(member, function)                                            \
+  static_assert(abiCompatible<decltype(API::member), decltype(&function)>,     \
+                #function " does not match DriverAPI.h")
+
+namespace cuda_check {
+using API = cu::API;
+CHECK_ABI(init, cuInit);
+CHECK_ABI(deviceGetCount, cuDeviceGetCount);
+CHECK_ABI(deviceGet, cuDeviceGet);
+CHECK_ABI(deviceGetAttribute, cuDeviceGetAttribute);
+CHECK_ABI(deviceGetName, cuDeviceGetName);
+CHECK_ABI(devicePrimaryCtxRetain, cuDevicePrimaryCtxRetain);
+CHECK_ABI(devicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2);
+CHECK_ABI(ctxGetCurrent, cuCtxGetCurrent);
+CHECK_ABI(ctxPushCurrent, cuCtxPushCurrent_v2);
+CHECK_ABI(ctxPopCurrent, cuCtxPopCurrent_v2);
+CHECK_ABI(ctxSynchronize, cuCtxSynchronize);
+CHECK_ABI(moduleLoadData, cuModuleLoadData);
+CHECK_ABI(moduleUnload, cuModuleUnload);
+CHECK_ABI(moduleGetFunction, cuModuleGetFunction);
+CHECK_ABI(funcSetAttribute, cuFuncSetAttribute);
+CHECK_ABI(launchKernel, cuLaunchKernel);
+CHECK_ABI(memAlloc, cuMemAlloc_v2);
+CHECK_ABI(memFree, cuMemFree_v2);
+CHECK_ABI(memcpyHtoD, cuMemcpyHtoD_v2);
+CHECK_ABI(memcpyDtoH, cuMemcpyDtoH_v2);
+CHECK_ABI(getErrorName, cuGetErrorName);
+CHECK_ABI(getErrorString, cuGetErrorString);
+
+static_assert(int(cu::kErrorNoDevice) == int(CUDA_ERROR_NO_DEVICE));
+static_assert(int(cu::kAttributeComputeCapabilityMajor) ==
+              int(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR));
+static_assert(int(cu::kAttributeComputeCapabilityMinor) ==
+              int(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR));
+static_assert(int(cu::kAttributeMaxSharedMemoryPerBlockOptin) ==
+              int(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
+static_assert(int(cu::kFunctionAttributeMaxDynamicSharedSizeBytes) ==
+              int(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES));
+static_assert(sizeof(cu::DevicePtr) == sizeof(CUdeviceptr));
+} // namespace cuda_check
+
+namespace nvrtc_check {
+using API = nvrtc::API;
+CHECK_ABI(version, nvrtcVersion);
+CHECK_ABI(createProgram, nvrtcCreateProgram);
+CHECK_ABI(compileProgram, nvrtcCompileProgram);
+CHECK_ABI(destroyProgram, nvrtcDestroyProgram);
+CHECK_ABI(getProgramLogSize, nvrtcGetProgramLogSize);
+CHECK_ABI(getProgramLog, nvrtcGetProgramLog);
+CHECK_ABI(getCUBINSize, nvrtcGetCUBINSize);
+CHECK_ABI(getCUBIN, nvrtcGetCUBIN);
+CHECK_ABI(getErrorString, nvrtcGetErrorString);
+} // namespace nvrtc_check
+
+TEST_CASE("DriverAPI.h matches cuda.h and nvrtc.h", "[abi]") {
+  SUCCEED("checked at compile time");
+}

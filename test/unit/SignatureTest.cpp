@@ -1,0 +1,206 @@
+//===- SignatureTest.cpp - canonical text, parsing, validation ------------===//
+
+#include "mlagen/Runtime/Signature.h"
+
+#include "CatchStatus.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlagen;
+
+namespace {
+
+// The message of `sig.validate()`, which must fail with `code`.
+std::string rejection(const Signature &sig,
+                      StatusCode code = StatusCode::InvalidSignature) {
+  Status status = sig.validate();
+  REQUIRE_FALSE(status.isOk());
+  CHECK(status.code() == code);
+  return status.message();
+}
+
+} // namespace
+
+TEST_CASE("canonical text of the default signature", "[signature]") {
+  CHECK(Signature().canonical() ==
+        "prefill qk=192 v=128 hq=16 hkv=16 mask=causal window=-1,-1 "
+        "softcap=0 lse=1 q=bf16 kv=bf16 out=bf16 layout=varlen tile_q=0 "
+        "arch=sm_90a");
+}
+
+TEST_CASE("parseSignature inverts canonical", "[signature]") {
+  Signature sig;
+  sig.headDimQK = 128;
+  sig.headDimV = 128;
+  sig.numQHeads = 32;
+  sig.numKVHeads = 8;
+  sig.mask = Mask::None;
+  sig.windowLeft = 255;
+  sig.windowRight = 0;
+  sig.softCap = 30.5f;
+  sig.returnLSE = false;
+  sig.qType = sig.kvType = sig.outType = DType::FP16;
+  sig.tileQ = 64;
+  sig.arch = Arch::GFX942;
+
+  for (Arch arch : {Arch::GFX90A, Arch::GFX942, Arch::GFX950, Arch::SM80,
+                    Arch::SM90A}) {
+    sig.arch = arch;
+    Signature parsed;
+    REQUIRE(parseSignature(sig.canonical(), parsed));
+    CHECK(parsed == sig);
+    CHECK(parsed.canonical() == sig.canonical());
+  }
+}
+
+TEST_CASE("soft caps print as the shortest text that reads back",
+          "[signature]") {
+  for (float cap : {0.1f, 1e-7f, 50.0f, 3.4e38f}) {
+    Signature sig;
+    sig.softCap = cap;
+    Signature parsed;
+    REQUIRE(parseSignature(sig.canonical(), parsed));
+    CHECK(parsed.softCap == cap);
+  }
+  Signature negativeZero;
+  negativeZero.softCap = -0.0f;
+  CHECK(negativeZero.canonical().find("softcap=0 ") != std::string::npos);
+}
+
+TEST_CASE("parseSignature accepts any field order", "[signature]") {
+  Signature parsed;
+  REQUIRE(parseSignature(
+      "prefill arch=gfx950 tile_q=0 layout=varlen out=bf16 kv=bf16 q=bf16 "
+      "lse=1 softcap=0 window=-1,-1 mask=causal hkv=1 hq=16 v=512 qk=576",
+      parsed));
+  CHECK(parsed.arch == Arch::GFX950);
+  CHECK(parsed.headDimQK == 576);
+  CHECK(parsed.numKVHeads == 1);
+}
+
+TEST_CASE("parseSignature names what is wrong", "[signature]") {
+  const std::string good = Signature().canonical();
+  auto error = [](const std::string &text) {
+    Signature sig;
+    Status status = parseSignature(text, sig);
+    REQUIRE_FALSE(status.isOk());
+    CHECK(status.code() == StatusCode::InvalidSignature);
+    return status.message();
+  };
+  CHECK(error("") == "signature text is empty");
+  CHECK(error("decode qk=1") == "unknown op 'decode' (expected prefill)");
+  CHECK(error(good + " color=red") == "unknown signature field 'color'");
+  CHECK(error(good + " qk=64") == "signature field 'qk' appears twice");
+  CHECK(error("prefill qk=192") == "signature is missing field 'v'");
+  CHECK_THAT(error("prefill qk=1x2"),
+             Catch::Contains("'qk'") && Catch::Contains("'1x2'"));
+  std::string badArch = good;
+  badArch.replace(badArch.find("sm_90a"), 6, "sm_75");
+  CHECK_THAT(error(badArch), Catch::Contains("'arch'"));
+  CHECK_THAT(error("prefill window=3"), Catch::Contains("'window'"));
+  CHECK_THAT(error("prefill lse=2"), Catch::Contains("'lse'"));
+  CHECK_THAT(error("prefill qk"), Catch::Contains("not key=value"));
+}
+
+TEST_CASE("validate accepts the MLA and GQA shapes", "[signature]") {
+  Signature mla;
+  CHECK(mla.validate());
+  Signature gqa;
+  gqa.headDimQK = gqa.headDimV = 128;
+  gqa.numQHeads = 32;
+  gqa.numKVHeads = 8;
+  gqa.windowLeft = 0;
+  gqa.softCap = 50.0f;
+  gqa.tileQ = 256;
+  CHECK(gqa.validate());
+}
+
+TEST_CASE("validate names the field and the rule", "[signature]") {
+  Signature sig;
+  sig.headDimQK = 100;
+  CHECK(rejection(sig) ==
+        "head_dim_qk must be a multiple of 16 in [16, 576] (got 100)");
+  sig = Signature();
+  sig.headDimQK = 592;
+  CHECK(rejection(sig) ==
+        "head_dim_qk must be a multiple of 16 in [16, 576] (got 592)");
+  sig = Signature();
+  sig.headDimV = 528;
+  CHECK(rejection(sig) ==
+        "head_dim_v must be a multiple of 16 in [16, 512] (got 528)");
+  sig = Signature();
+  sig.numQHeads = 0;
+  CHECK(rejection(sig) == "num_q_heads must be in [1, 65535] (got 0)");
+  sig = Signature();
+  sig.numKVHeads = 0;
+  CHECK(rejection(sig) == "num_kv_heads must be >= 1 (got 0)");
+  sig = Signature();
+  sig.numKVHeads = 5;
+  CHECK(rejection(sig) ==
+        "num_q_heads must be a multiple of num_kv_heads (got 16 and 5)");
+  sig = Signature();
+  sig.windowLeft = -2;
+  CHECK(rejection(sig) ==
+        "window_left must be -1 (unbounded) or >= 0 (got -2)");
+  sig = Signature();
+  sig.windowRight = -3;
+  CHECK(rejection(sig) ==
+        "window_right must be -1 (unbounded) or >= 0 (got -3)");
+  sig = Signature();
+  sig.softCap = -1.0f;
+  CHECK(rejection(sig) == "soft_cap must be finite and >= 0 (got -1)");
+  sig.softCap = std::numeric_limits<float>::infinity();
+  CHECK_THAT(rejection(sig), Catch::StartsWith("soft_cap must be finite"));
+  sig.softCap = std::nanf("");
+  CHECK_THAT(rejection(sig), Catch::StartsWith("soft_cap must be finite"));
+  for (int tile : {8, 24, 272, -16}) {
+    sig = Signature();
+    sig.tileQ = tile;
+    CHECK(rejection(sig) ==
+          "tile_q must be 0 (chosen by the compiler) or a multiple of 16 in "
+          "[16, 256] (got " +
+              std::to_string(tile) + ")");
+  }
+  sig = Signature();
+  sig.outType = DType::FP16;
+  CHECK(rejection(sig) == "out_type must equal q_type for now (got out=fp16, "
+                          "q=bf16)");
+  sig = Signature();
+  sig.kvType = DType::FP16;
+  CHECK(rejection(sig) ==
+        "kv_type must equal q_type for now (got kv=fp16, q=bf16)");
+  sig = Signature();
+  sig.arch = static_cast<Arch>(42);
+  CHECK(rejection(sig) == "arch has an unknown value (got 42)");
+}
+
+TEST_CASE("fp8 prefill is Unsupported, not invalid", "[signature]") {
+  for (int which = 0; which < 3; ++which) {
+    Signature sig;
+    (which == 0 ? sig.qType : which == 1 ? sig.kvType : sig.outType) =
+        DType::FP8E4M3;
+    CHECK(rejection(sig, StatusCode::Unsupported) ==
+          "fp8 prefill is not supported yet");
+  }
+}
+
+TEST_CASE("arch names round-trip", "[signature]") {
+  for (Arch arch : {Arch::GFX90A, Arch::GFX942, Arch::GFX950, Arch::SM80,
+                    Arch::SM90A}) {
+    Arch parsed;
+    REQUIRE(parseArch(archName(arch), parsed));
+    CHECK(parsed == arch);
+  }
+  Arch unused;
+  CHECK_FALSE(parseArch("gfx1100", unused));
+  CHECK(isAMD(Arch::GFX942));
+  CHECK_FALSE(isAMD(Arch::SM80));
+}
+
+TEST_CASE("Status prints its code name", "[signature]") {
+  CHECK(Status().toString() == "Ok");
+  CHECK(Status(StatusCode::CompileError, "boom").toString() ==
+        "CompileError: boom");
+  CHECK(std::string(statusCodeName(StatusCode::Internal)) == "Internal");
+}
