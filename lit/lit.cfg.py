@@ -24,7 +24,7 @@ llvm_config.with_environment(
 )
 llvm_config.use_default_substitutions()
 llvm_config.add_tool_substitutions(
-    ["mlagen-opt", "mlagen-translate"], [config.mlagen_tools_dir]
+    ["mlagen-opt", "mlagen-translate", "mlagen"], [config.mlagen_tools_dir]
 )
 
 # Features for tests that compile emitted kernels ahead of time.
@@ -32,3 +32,6 @@ if shutil.which("clang++-22"):
     config.available_features.add("clang-hip")
 if shutil.which("cuobjdump") or os.path.exists("/usr/local/cuda/bin/cuobjdump"):
     config.available_features.add("cuobjdump")
+
+# Kernels compiled by the tests go to a cache of the build's, not the user's.
+config.environment["MLAGEN_CACHE_DIR"] = os.path.join(config.test_exec_root, "cache")

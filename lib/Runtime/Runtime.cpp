@@ -13,7 +13,6 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <vector>
 
 namespace mlagen {
 namespace {
@@ -300,6 +299,15 @@ Status RuntimeImpl::runPrefill(const Kernel &kernel, const PrefillArgs &args) {
                            {"cu_seqlens_k", args.cuSeqlensK}})
     if (!ptr)
       return invalidArgument(std::string(name) + " is null");
+  // The kernel moves q, k, v and out in 16-byte vectors (cp.async, ldmatrix).
+  for (auto [name, ptr] : {std::pair<const char *, const void *>{"q", args.q},
+                           {"k", args.k},
+                           {"v", args.v},
+                           {"out", args.out}})
+    if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0)
+      return invalidArgument(std::string(name) +
+                             " must be 16-byte aligned (the kernel loads "
+                             "16-byte vectors)");
 
   // 0 selects the contiguous stride.
   const int64_t hq = sig.numQHeads, hkv = sig.numKVHeads;
@@ -325,6 +333,11 @@ Status RuntimeImpl::runPrefill(const Kernel &kernel, const PrefillArgs &args) {
                              " must be >= 0, 0 meaning contiguous (got " +
                              std::to_string(strides[i].given) + ")");
     resolved[i] = strides[i].given ? strides[i].given : strides[i].contiguous;
+    if (resolved[i] % 8 != 0)
+      return invalidArgument(std::string(strides[i].name) +
+                             " must be a multiple of 8 elements, so rows stay "
+                             "16-byte aligned (got " +
+                             std::to_string(resolved[i]) + ")");
   }
   float *lse = sig.returnLSE ? args.lse : nullptr;
   if (lse && args.lseHeadStride <= 0)

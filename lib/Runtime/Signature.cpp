@@ -272,9 +272,12 @@ Status parseSignature(const std::string &text, Signature &out) {
       return invalid("signature field '" + key + "' has a malformed value '" +
                      value + "'");
   }
-  for (const auto &field : fields)
-    if (!seen[field.first])
-      return invalid("signature is missing field '" + field.first + "'");
+  // What a variant is must be said; the rest defaults as in Signature
+  // (no window, no soft cap, LSE on, bf16, varlen, tile chosen by a pass).
+  for (const char *required : {"qk", "v", "hq", "hkv", "mask", "arch"})
+    if (!seen[required])
+      return invalid(std::string("signature is missing field '") + required +
+                     "'");
   out = sig;
   return Status::ok();
 }

@@ -613,9 +613,8 @@ MLAGEN_DEVICE void attend(const Task &task, u16 *smem) {
         o[qb][ob] *= alpha;
     }
 
-    // PV step ps contracts S^T blocks ps * kSBlocksPerStep + j, j <
-    // kSBlocksPerStep; lane slots 4j..4j+3 hold keys 16 (that block) + 4
-    // slice + 0..3 in both operands.
+    // PV step ps contracts the S^T blocks sb = ps * kSBlocksPerStep + j:
+    // lane slots 4j..4j+3 of both operands hold keys 16 sb + 4 slice + 0..3.
 #pragma unroll
     for (int ps = 0; ps < kPVSteps; ++ps) {
       mfma_operand b[kBlocksPerWave];

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CatchStatus.h"
+#include "DiskCache.h"
 #include "TestSupport.h"
 #include "mlagen/Runtime/PrebuiltKernels.h"
 
@@ -457,4 +458,40 @@ TEST_CASE("prebuilt kernels come before the disk cache and the generator",
   else
     CHECK(status.code() == StatusCode::NoBackend);
   CHECK(warnings.count() == 0);
+}
+
+namespace {
+// Sets an environment variable for one scope; null unsets it.
+class ScopedEnv {
+public:
+  ScopedEnv(const char *name, const char *value) : name_(name) {
+    if (const char *old = std::getenv(name))
+      saved_ = old;
+    value ? setenv(name, value, 1) : unsetenv(name);
+  }
+  ~ScopedEnv() {
+    saved_ ? setenv(name_, saved_->c_str(), 1) : unsetenv(name_);
+  }
+
+private:
+  const char *name_;
+  std::optional<std::string> saved_;
+};
+} // namespace
+
+TEST_CASE("the cache directory: override, MLAGEN_CACHE_DIR, XDG, HOME",
+          "[cache]") {
+  ScopedEnv mlagen("MLAGEN_CACHE_DIR", "/m");
+  ScopedEnv xdg("XDG_CACHE_HOME", "/x");
+  ScopedEnv home("HOME", "/h");
+  CHECK(DiskCache::resolveRoot("/o") == "/o");
+  CHECK(DiskCache::resolveRoot("") == "/m");
+  {
+    ScopedEnv unset("MLAGEN_CACHE_DIR", nullptr);
+    CHECK(DiskCache::resolveRoot("") == "/x/mlagen");
+    ScopedEnv unsetXdg("XDG_CACHE_HOME", nullptr);
+    CHECK(DiskCache::resolveRoot("") == "/h/.cache/mlagen");
+  }
+  DiskCache cache("/o", [](const std::string &) {});
+  CHECK(cache.directory() == "/o/v1");
 }

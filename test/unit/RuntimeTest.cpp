@@ -332,6 +332,14 @@ TEST_CASE("runPrefill fills the parameter block and the grid", "[runtime]") {
     args.vHeadStride = -1;
     CHECK_THAT(rejection(args), Catch::StartsWith("v_head_stride must be >= 0"));
     args = someArgs();
+    args.k = reinterpret_cast<const void *>(0x28);
+    CHECK(rejection(args) ==
+          "k must be 16-byte aligned (the kernel loads 16-byte vectors)");
+    args = someArgs();
+    args.qHeadStride = 196;
+    CHECK_THAT(rejection(args),
+               Catch::StartsWith("q_head_stride must be a multiple of 8"));
+    args = someArgs();
     args.lse = reinterpret_cast<float *>(0x50);
     CHECK_THAT(rejection(args), Catch::StartsWith("lse_head_stride must be > 0"));
     args = someArgs();

@@ -93,6 +93,8 @@ TEST_CASE("parseSignature names what is wrong", "[signature]") {
   CHECK(error(good + " color=red") == "unknown signature field 'color'");
   CHECK(error(good + " qk=64") == "signature field 'qk' appears twice");
   CHECK(error("prefill qk=192") == "signature is missing field 'v'");
+  CHECK(error("prefill qk=192 v=128 hq=16 hkv=16 mask=causal") ==
+        "signature is missing field 'arch'");
   CHECK_THAT(error("prefill qk=1x2"),
              Catch::Contains("'qk'") && Catch::Contains("'1x2'"));
   std::string badArch = good;
@@ -203,4 +205,21 @@ TEST_CASE("Status prints its code name", "[signature]") {
   CHECK(Status(StatusCode::CompileError, "boom").toString() ==
         "CompileError: boom");
   CHECK(std::string(statusCodeName(StatusCode::Internal)) == "Internal");
+}
+
+TEST_CASE("a signature text may leave the optional fields out",
+          "[signature]") {
+  Signature sig;
+  REQUIRE(parseSignature("prefill qk=128 v=128 hq=32 hkv=8 mask=none "
+                         "arch=gfx942",
+                         sig)
+              .isOk());
+  Signature expected;
+  expected.headDimQK = 128;
+  expected.headDimV = 128;
+  expected.numQHeads = 32;
+  expected.numKVHeads = 8;
+  expected.mask = Mask::None;
+  expected.arch = Arch::GFX942;
+  CHECK(sig == expected);
 }

@@ -63,7 +63,8 @@ struct Signature {
   bool operator==(const Signature &) const = default;
 };
 
-// Parses the canonical() form back ("prefill qk=192 v=128 ..."); unknown
+// Parses the canonical() form back ("prefill qk=192 v=128 ..."). qk, v, hq,
+// hkv, mask and arch are required; the others default as above. Unknown
 // or malformed fields give InvalidSignature naming them.
 Status parseSignature(const std::string &text, Signature &out);
 

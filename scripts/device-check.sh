@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Everything the GPU machine checks in one call (device time is scarce).
+# Run from the repo root there, with the binaries built here copied into
+# carry/ by scripts/stage-carry.sh:
+#   bash scripts/device-check.sh [numerics|bench|all]
+# Results land in $OUT (or /tmp/mlagen-out).
+set -uo pipefail
+what="${1:-all}"
+out="${OUT:-/tmp/mlagen-out}"
+mkdir -p "$out"
+export MLAGEN_LIBRARY="$PWD/carry/libmlagen.so"
+export MLAGEN_CACHE_DIR=/tmp/mlagen-cache
+export PYTHONPATH="$PWD/python" PYTHONUNBUFFERED=1
+status=0
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv | tee "$out/gpu.txt"
+
+if [[ $what == numerics || $what == all ]]; then
+  echo "== Catch2 GPU tests"
+  carry/mlagen-gpu-launch-tests 2>&1 | tail -5 | tee "$out/gpu-tests.txt" || status=1
+  carry/mlagen-gpu-prefill-tests 2>&1 | tail -15 | tee -a "$out/gpu-tests.txt" || status=1
+  echo "== Python numerics vs fp32 reference and SDPA"
+  python3 python/tests/prefill_device_test.py 2>&1 | tee "$out/numerics.txt" || status=1
+  echo "== SASS of the AOT sm_90a cubin"
+  carry/mlagen --arch=sm_90a -o /tmp/bundle >/dev/null 2>&1 || status=1
+  cubin=$(ls /tmp/bundle/*.cubin | head -1)
+  cuobjdump -sass "$cubin" > "$out/prefill-sm90a.sass" || status=1
+  echo "HMMA instructions: $(grep -c HMMA "$out/prefill-sm90a.sass")"
+fi
+if [[ $what == bench || $what == all ]]; then
+  echo "== Benchmark"
+  python3 bench/bench_prefill.py 2>&1 | tail -12 || status=1
+  
+fi
+exit $status
