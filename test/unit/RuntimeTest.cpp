@@ -269,11 +269,11 @@ TEST_CASE("runPrefill fills the parameter block and the grid", "[runtime]") {
     args.qTokenStride = 10000;
     args.qHeadStride = 200;
     args.kTokenStride = 3000;
-    args.kHeadStride = 300;
+    args.kHeadStride = 304;
     args.vTokenStride = 4000;
     args.vHeadStride = 400;
     args.outTokenStride = 5000;
-    args.outHeadStride = 500;
+    args.outHeadStride = 504;
     args.lse = reinterpret_cast<float *>(0x50);
     args.lseHeadStride = 777;
     args.softmaxScale = 0.125f;
@@ -283,11 +283,11 @@ TEST_CASE("runPrefill fills the parameter block and the grid", "[runtime]") {
     CHECK(p.q_token_stride == 10000);
     CHECK(p.q_head_stride == 200);
     CHECK(p.k_token_stride == 3000);
-    CHECK(p.k_head_stride == 300);
+    CHECK(p.k_head_stride == 304);
     CHECK(p.v_token_stride == 4000);
     CHECK(p.v_head_stride == 400);
     CHECK(p.out_token_stride == 5000);
-    CHECK(p.out_head_stride == 500);
+    CHECK(p.out_head_stride == 504);
     CHECK(p.lse == args.lse);
     CHECK(p.lse_head_stride == 777);
     CHECK(p.softmax_scale == 0.125f);
