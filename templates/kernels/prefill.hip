@@ -225,6 +225,12 @@ MLAGEN_DEVICE void attend(const Task &task, u16 *smem) {
   const int warp_q0 = task.q0 + warp * 16;
   const QueryRows warp_rows = {warp_q0, min_int(warp_q0 + 15, seq.len_q - 1)};
   const bool warp_has_rows = warp_q0 < seq.len_q;
+  // When a row sees few keys each gets a large weight, and P's 16-bit
+  // rounding (2^-9 relative) shows in the output at the level of its own
+  // rounding. Such warps (one key tile at most: short sequences, the start
+  // of a causal one) also multiply the rounding residue of P, which costs a
+  // few MMAs once instead of precision everywhere.
+  const bool few_keys = warp_has_rows && warp_rows.key_end(seq) - warp_rows.key_begin(seq) <= kTileK;
 
   const int key_begin = block_rows.key_begin(seq);
   const int key_end = block_rows.key_end(seq);
@@ -355,6 +361,19 @@ MLAGEN_DEVICE void attend(const Task &task, u16 *smem) {
         nv::ldmatrix_x4_trans(b, v_base + 2 * (ps * 16 * kStrideV + ot * 8));
         nv::mma_16x8x16<Elem>(o[ot], p, b[0], b[1]);
         nv::mma_16x8x16<Elem>(o[ot + 1], p, b[2], b[3]);
+      }
+      if (few_keys) { // a separate loop keeps the common path's schedule
+        const u32 p_residue[4] = {rounding_residue<Elem>(s[2 * ps][0], s[2 * ps][1], p[0]),
+                                  rounding_residue<Elem>(s[2 * ps][2], s[2 * ps][3], p[1]),
+                                  rounding_residue<Elem>(s[2 * ps + 1][0], s[2 * ps + 1][1], p[2]),
+                                  rounding_residue<Elem>(s[2 * ps + 1][2], s[2 * ps + 1][3], p[3])};
+#pragma unroll
+        for (int ot = 0; ot < kOTiles; ot += 2) {
+          u32 b[4];
+          nv::ldmatrix_x4_trans(b, v_base + 2 * (ps * 16 * kStrideV + ot * 8));
+          nv::mma_16x8x16<Elem>(o[ot], p_residue, b[0], b[1]);
+          nv::mma_16x8x16<Elem>(o[ot + 1], p_residue, b[2], b[3]);
+        }
       }
     }
   }

@@ -26,10 +26,12 @@ MLAGEN_DEVICE float log2_approx(float x) {
   asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
+// tanh(x) = 1 - 2 / (e^(2x) + 1), as on CDNA. Not tanh.approx: its 2^-11
+// relative error moves the logits of a soft cap of 30 by 0.015.
 MLAGEN_DEVICE float tanh_approx(float x) {
-  float y;
-  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(exp2_approx(2.0f * kLog2e * x) + 1.0f));
+  return 1.0f - 2.0f * r;
 }
 
 // Two floats -> two 16-bit elements in one register, `lo` in the low half
@@ -47,6 +49,29 @@ MLAGEN_DEVICE u32 pack2<fp16>(float lo, float hi) {
   u32 r;
   asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
   return r;
+}
+
+// The two 16-bit elements of `packed` as floats (exact).
+template <class T>
+MLAGEN_DEVICE void unpack2(u32 packed, float &lo, float &hi);
+template <>
+MLAGEN_DEVICE void unpack2<bf16>(u32 packed, float &lo, float &hi) {
+  lo = __builtin_bit_cast(float, packed << 16);
+  hi = __builtin_bit_cast(float, packed & 0xffff0000u);
+}
+template <>
+MLAGEN_DEVICE void unpack2<fp16>(u32 packed, float &lo, float &hi) {
+  asm("{ .reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.f32.f16 %0, l;\n cvt.f32.f16 %1, h; }"
+      : "=f"(lo), "=f"(hi) : "r"(packed));
+}
+
+// What pack2 rounded away, itself packed: pack2(lo, hi) plus this residue
+// carries about 16 significant bits.
+template <class T>
+MLAGEN_DEVICE u32 rounding_residue(float lo, float hi, u32 packed) {
+  float lo16, hi16;
+  unpack2<T>(packed, lo16, hi16);
+  return pack2<T>(lo - lo16, hi - hi16);
 }
 
 namespace nv {
