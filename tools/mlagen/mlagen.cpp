@@ -2,6 +2,7 @@
 //
 //   mlagen [variants.mlir] [--arch=gfx942,gfx950,sm_90a] [-o mlagen-bundle]
 //          [--variant="prefill qk=192 v=128 ..."]... [--print-source] [-j N]
+//          [--compiler=auto|nvrtc|hiprtc|clang]
 //
 // With no variants file and no --variant, builds the default variant set.
 //
@@ -31,6 +32,16 @@ static cl::opt<std::string> outputDir("o", cl::init("mlagen-bundle"),
                                       cl::desc("Bundle directory"));
 static cl::opt<bool> printSource("print-source",
                                  cl::desc("Print generated source, no compile"));
+static cl::opt<mlagen::CompilerKind> compiler(
+    "compiler", cl::init(mlagen::CompilerKind::Auto),
+    cl::desc("Device compiler"),
+    cl::values(clEnumValN(mlagen::CompilerKind::Auto, "auto",
+                          "NVRTC for sm_*, hiprtc for gfx90a, clang-22 for "
+                          "gfx942/gfx950"),
+               clEnumValN(mlagen::CompilerKind::NVRTC, "nvrtc", "NVRTC"),
+               clEnumValN(mlagen::CompilerKind::Hiprtc, "hiprtc",
+                          "ROCm's hiprtc"),
+               clEnumValN(mlagen::CompilerKind::Clang, "clang", "clang-22")));
 static cl::opt<unsigned> jobs("j", cl::init(0),
                               cl::desc("Parallel compiles (0: cores)"));
 
@@ -80,6 +91,7 @@ int main(int argc, char **argv) {
   mlagen::RuntimeOptions options;
   options.generator = mlagen::createMLIRSourceGenerator();
   options.backend = mlagen::BackendKind::None;
+  options.compiler = compiler;
   std::unique_ptr<mlagen::Runtime> runtime;
   if (mlagen::Status s = mlagen::Runtime::create(options, runtime); !s)
     return fail(s);

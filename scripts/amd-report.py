@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Compiles the prefill grid for gfx90a (hiprtc), gfx942 and gfx950 (clang-22)
+and prints, per code object, what its notes and ISA say: VGPRs, AGPRs, SGPRs,
+scratch (spills), the LDS the launch asks for, and the MFMA count.
+
+    python3 scripts/amd-report.py [build-dir]      (default: build)
+No AMD GPU runs these: this is the compile-time evidence.
+"""
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+build = Path(sys.argv[1] if len(sys.argv) > 1 else "build")
+mlagen = build / "bin" / "mlagen"
+tools = Path("/usr/lib/llvm-22/bin")
+variants = [f"prefill qk={qk} v=128 hq={hq} hkv={hkv} mask={mask} arch=ARCH"
+            for mask in ("causal", "none") for qk in (192, 128) for hq, hkv in ((16, 16), (32, 8))]
+rows = []
+failed = False
+for arch, compiler in (("gfx90a", "hiprtc"), ("gfx942", "clang"), ("gfx950", "clang")):
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [str(mlagen), f"--compiler={compiler}", "-o", out]
+        cmd += [f"--variant={v.replace('ARCH', arch)}" for v in variants]
+        subprocess.run(cmd, check=True, stderr=subprocess.DEVNULL)
+        manifest = json.loads((Path(out) / "manifest.json").read_text())
+        for kernel in manifest["kernels"]:
+            obj = Path(out) / kernel["file"]
+            notes = subprocess.run([tools / "llvm-readelf", "--notes", obj], capture_output=True,
+                                   text=True, check=True).stdout
+            isa = subprocess.run([tools / "llvm-objdump", "-d", f"--mcpu={arch}", obj],
+                                 capture_output=True, text=True, check=True).stdout
+            note = lambda key: int(re.search(rf"\.{key}:\s+(\d+)", notes).group(1))
+            sig = kernel["signature"]
+            row = dict(arch=arch, compiler=compiler,
+                       variant=re.sub(r" window.*", "", sig.replace("prefill ", "")),
+                       vgpr=note("vgpr_count"), agpr=note("agpr_count") if "agpr_count" in notes else 0,
+                       sgpr=note("sgpr_count"), scratch=note("private_segment_fixed_size"),
+                       lds=kernel["shared_bytes"], mfma=isa.count("v_mfma"))
+            failed |= row["scratch"] != 0 or row["mfma"] == 0
+            rows.append(row)
+print("| arch | compiler | variant | VGPR | AGPR | SGPR | scratch | LDS launched | MFMA |")
+print("|---|---|---|---|---|---|---|---|---|")
+for r in rows:
+    print(f"| {r['arch']} | {r['compiler']} | {r['variant']} | {r['vgpr']} | {r['agpr']} | {r['sgpr']} "
+          f"| {r['scratch']} | {r['lds']} | {r['mfma']} |")
+sys.exit(1 if failed else 0)
