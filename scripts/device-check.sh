@@ -18,13 +18,19 @@ if [[ $what == numerics || $what == all ]]; then
   echo "== Catch2 GPU tests"
   carry/mlagen-gpu-launch-tests 2>&1 | tail -5 | tee "$out/gpu-tests.txt" || status=1
   carry/mlagen-gpu-prefill-tests 2>&1 | tail -15 | tee -a "$out/gpu-tests.txt" || status=1
+  carry/mlagen-gpu-decode-tests 2>&1 | tail -15 | tee -a "$out/gpu-tests.txt" || status=1
   echo "== Python numerics vs fp32 reference and SDPA"
   python3 python/tests/prefill_device_test.py 2>&1 | tee "$out/numerics.txt" || status=1
+  echo "== Python decode numerics, CUDA graph replay, batch invariance"
+  python3 python/tests/decode_device_test.py 2>&1 | tee "$out/decode-numerics.txt" || status=1
   echo "== SASS of the AOT sm_90a cubin"
   carry/mlagen --arch=sm_90a -o /tmp/bundle >/dev/null 2>&1 || status=1
-  cubin=$(ls /tmp/bundle/*.cubin | head -1)
-  cuobjdump -sass "$cubin" > "$out/prefill-sm90a.sass" || status=1
-  echo "HMMA instructions: $(grep -c HMMA "$out/prefill-sm90a.sass")"
+  # The default set holds prefill and decode kernels: pick each by signature.
+  for op in prefill decode; do
+    cubin=/tmp/bundle/$(python3 -c "import json; print(next(k['file'] for k in json.load(open('/tmp/bundle/manifest.json'))['kernels'] if k['signature'].startswith('$op ')))")
+    cuobjdump -sass "$cubin" > "$out/$op-sm90a.sass" || status=1
+    echo "$op HMMA instructions: $(grep -c HMMA "$out/$op-sm90a.sass")"
+  done
 fi
 if [[ $what == bench || $what == all ]]; then
   echo "== Benchmark"

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build python3
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
-  clang-22 lld-22
+  clang-22 lld-22 libclang-rt-22-dev
   catch2 libxxhash-dev nlohmann-json3-dev
   libamdhip64-dev
 )

@@ -7,5 +7,6 @@ build="${MLAGEN_BUILD_DIR:-$root/build}"
 mkdir -p "$root/carry"
 cp "$build/lib/libmlagen.so" "$build/bin/mlagen" \
    "$build/test/mlagen-gpu-launch-tests" "$build/test/mlagen-gpu-prefill-tests" \
+   "$build/test/mlagen-gpu-decode-tests" \
    "$root/carry/"
 du -sh "$root/carry"

@@ -49,10 +49,15 @@ enum mlagen_status {
 
 /* The message of this thread's last failed call; "" after a success. */
 MLAGEN_C_EXPORT const char *mlagen_last_error(void);
+/* "InvalidArgument" for MLAGEN_INVALID_ARGUMENT, ...; "Unknown" otherwise. */
+MLAGEN_C_EXPORT const char *mlagen_status_name(int code);
 
 /* cache_dir: NULL = $MLAGEN_CACHE_DIR, $XDG_CACHE_HOME/mlagen or
  * ~/.cache/mlagen. Uses the generator installed by the library that bundles
- * the compiler (see mlagen/Runtime/DefaultGenerator.h), if any. */
+ * the compiler (see mlagen/Runtime/DefaultGenerator.h), if any. AOT bundles
+ * named by $MLAGEN_BUNDLE_PATH (colon-separated directories written by
+ * `mlagen`) are consulted before the disk cache; $MLAGEN_LOG=info|debug
+ * reports cache and bundle decisions on stderr. */
 MLAGEN_C_EXPORT int mlagen_runtime_create(const char *cache_dir,
                                           unsigned flags,
                                           mlagen_runtime **out);
@@ -67,6 +72,15 @@ MLAGEN_C_EXPORT const char *mlagen_runtime_backend(
 MLAGEN_C_EXPORT int mlagen_signature_canonicalize(const char *signature,
                                                   char *canonical,
                                                   size_t size);
+
+/* The code object (cubin or hsaco) for `signature`, for any arch a compiler
+ * here can target: no device needed (AOT tools, checks). Writes its size to
+ * *binary_size (may be NULL) and, when `binary` is not NULL, copies it there
+ * (INVALID_ARGUMENT if `size` is smaller). Uses and fills the runtime's
+ * caches and bundles ($MLAGEN_BUNDLE_PATH). */
+MLAGEN_C_EXPORT int mlagen_compile(mlagen_runtime *runtime,
+                                   const char *signature, void *binary,
+                                   size_t size, size_t *binary_size);
 
 /* A kernel for `signature` loaded on the runtime's device. Parses the text
  * each call: keep the handle rather than calling this per launch. */
@@ -85,6 +99,67 @@ MLAGEN_C_EXPORT int mlagen_prefill_run(
     void *out, float *lse, const int *cu_seqlens_q, const int *cu_seqlens_k,
     int batch, int max_seqlen_q, const int64_t *strides, float softmax_scale,
     void *stream);
+
+/* --- Absorbed MLA decode (templates/DECODE_CONTRACT.md) ------------------
+ * A planner, made once per kernel and device, says how large the fixed
+ * device buffers must be; before each step it plans on the host into an
+ * int32 array that the host copies to the device plan (one async copy),
+ * and mlagen_decode_run launches from device memory only, so the launch can
+ * be captured in a CUDA/HIP graph. See mlagen/Runtime/DecodePlan.h. */
+typedef struct mlagen_decode_planner mlagen_decode_planner;
+
+/* Indices of mlagen_decode_planner_sizes' output, in elements. */
+enum mlagen_decode_size {
+  MLAGEN_DECODE_PLAN_INTS = 0,          /* int32: a plan, host and device */
+  MLAGEN_DECODE_PARTIAL_OUT_FLOATS = 1, /* fp32: partial_out */
+  MLAGEN_DECODE_PARTIAL_LSE_FLOATS = 2, /* fp32: partial_lse */
+  MLAGEN_DECODE_WORK_CAPACITY = 3,      /* work items (grid.x) */
+  MLAGEN_DECODE_SLOT_CAPACITY = 4,      /* partial slots */
+  MLAGEN_DECODE_NUM_SIZES = 5,
+};
+
+/* A planner for the decode kernel `kernel`, for steps of up to max_batch
+ * requests on a device of num_sms SMs (CUs). max_seq_len: keys of the
+ * longest request; required (> 0) for a batch-invariant kernel, else 0
+ * (unbounded) or a bound. Allocates no device memory. Valid until destroyed
+ * or until the kernel's runtime is. */
+MLAGEN_C_EXPORT int mlagen_decode_planner_create(
+    const mlagen_kernel *kernel, int max_batch, int num_sms,
+    int64_t max_seq_len, mlagen_decode_planner **out);
+MLAGEN_C_EXPORT void mlagen_decode_planner_destroy(
+    mlagen_decode_planner *planner);
+
+/* Writes the first `count` (<= MLAGEN_DECODE_NUM_SIZES) sizes. Allocate once:
+ * a device plan of PLAN_INTS int32 (16-byte aligned), a host plan of as
+ * many (pinned, for an async copy), partial_out and partial_lse (fp32). */
+MLAGEN_C_EXPORT int mlagen_decode_planner_sizes(
+    const mlagen_decode_planner *planner, int64_t *sizes, size_t count);
+
+/* Plans one step on the host: seq_lens[batch] (host int32: keys of each
+ * request, its q_len new tokens included; 0 <= batch <= max_batch) into
+ * plan (host, plan_ints >= PLAN_INTS). *used_ints (may be NULL): the prefix
+ * the kernels read; copy at least that many int32 to the device plan. */
+MLAGEN_C_EXPORT int mlagen_decode_plan(const mlagen_decode_planner *planner,
+                                       const int32_t *seq_lens, int batch,
+                                       int32_t *plan, size_t plan_ints,
+                                       int64_t *used_ints);
+
+/* One decode step on `stream`: mlagen_decode, then mlagen_decode_reduce.
+ * Device pointers: q [batch, q_len, num_heads, qk], kv_cache [num_blocks,
+ * page_size, qk], out [batch, q_len, num_heads, v], lse [batch, q_len,
+ * num_heads] fp32 contiguous or NULL, block_table [batch,
+ * block_table_stride] int32 page ids, seq_lens [batch] int32, device_plan
+ * (the copy of a plan), partial_out and partial_lse. q_len and num_heads
+ * must equal the kernel's. strides: NULL or 8 element strides q_batch,
+ * q_token, q_head, out_batch, out_token, out_head, kv_block, kv_token; 0
+ * means contiguous. softmax_scale is required (DeepSeek-V3: 1/sqrt(192)).
+ * Does not wait for the GPU. */
+MLAGEN_C_EXPORT int mlagen_decode_run(
+    const mlagen_decode_planner *planner, const void *q, const void *kv_cache,
+    void *out, float *lse, const int32_t *block_table, int block_table_stride,
+    const int32_t *seq_lens, const int32_t *device_plan, float *partial_out,
+    float *partial_lse, int batch, int q_len, int num_heads,
+    const int64_t *strides, float softmax_scale, void *stream);
 
 #ifdef __cplusplus
 }

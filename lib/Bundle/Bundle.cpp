@@ -1,8 +1,8 @@
 //===- Bundle.cpp - build kernels ahead of time into a bundle -------------===//
 
 #include "mlagen/Bundle/Bundle.h"
-
-#include <nlohmann/json.hpp>
+#include "BundleManifest.h" // lib/Runtime: the runtime reads what this writes
+#include "Hash.h"
 
 #include <atomic>
 #include <chrono>
@@ -26,6 +26,17 @@ std::vector<Signature> defaultVariantSet(const std::vector<Arch> &archs) {
         sig.numQHeads = heads;
         sig.numKVHeads = heads;
         sig.mask = mask;
+        sig.arch = arch;
+        set.push_back(sig);
+      }
+  // Absorbed MLA decode, 576/512, bf16, with LSE: TP8 (16 heads) and TP1
+  // (128), with vLLM's 64-key pages and SGLang's 1-key pages.
+  for (Arch arch : archs)
+    for (int heads : {16, 128})
+      for (int pageSize : {64, 1}) {
+        Signature sig = Signature::decode();
+        sig.numQHeads = heads;
+        sig.pageSize = pageSize;
         sig.arch = arch;
         set.push_back(sig);
       }
@@ -88,27 +99,28 @@ Status buildBundle(Runtime &runtime, const std::vector<Signature> &signatures,
   for (std::thread &t : pool)
     t.join();
 
-  nlohmann::json kernels = nlohmann::json::array();
+  BundleManifest manifest;
+  manifest.producer = bundleProducer();
   for (size_t i = 0; i < signatures.size(); ++i) {
     if (!results[i].isOk())
       return Status(results[i].code(), signatures[i].canonical() + ": " +
                                            results[i].message());
-    const CodeObject &object = objects[i];
-    std::string file =
-        object.cacheKey + (isAMD(object.arch) ? ".hsaco" : ".cubin");
-    if (Status s = writeFile(fs::path(dir) / file, object.binary); !s)
+    BundleKernelRecord record;
+    record.signature = signatures[i];
+    record.code = std::move(objects[i]);
+    std::string binary = std::move(record.code.binary);
+    record.code.binary.clear();
+    record.file =
+        record.code.cacheKey + (isAMD(record.code.arch) ? ".hsaco" : ".cubin");
+    record.size = binary.size();
+    record.checksum = hash128(binary).hex();
+    if (Status s = writeFile(fs::path(dir) / record.file, binary); !s)
       return s;
-    kernels.push_back({{"signature", signatures[i].canonical()},
-                       {"arch", archName(object.arch)},
-                       {"file", file},
-                       {"entry", object.entryName},
-                       {"threads_per_block", object.threadsPerBlock},
-                       {"shared_bytes", object.sharedBytes},
-                       {"tile_q", object.tileQ},
-                       {"cache_key", object.cacheKey}});
+    manifest.kernels.push_back(std::move(record));
   }
-  nlohmann::json manifest = {{"format", 1}, {"kernels", kernels}};
-  return writeFile(fs::path(dir) / "manifest.json", manifest.dump(1) + "\n");
+  // Written last: a bundle whose build failed half-way has no manifest.
+  return writeFile(fs::path(dir) / "manifest.json",
+                   encodeBundleManifest(manifest));
 }
 
 } // namespace mlagen

@@ -8,7 +8,8 @@ namespace {
 
 /// Bumped whenever a pass or the emitter changes the source it produces for
 /// some signature, so that caches keyed on identity() miss.
-constexpr int kPipelineVersion = 1;
+/// 2: mla.decode (its target table entries included).
+constexpr int kPipelineVersion = 2;
 
 class MLIRSourceGenerator final : public SourceGenerator {
 public:

@@ -94,6 +94,16 @@ static Mask fromMLA(mla::Mask mask) {
   llvm_unreachable("unknown mla::Mask");
 }
 
+static std::optional<mla::KVLayout> toMLA(KVLayout layout) {
+  switch (layout) {
+  case KVLayout::Varlen:
+    return mla::KVLayout::Varlen;
+  case KVLayout::Paged:
+    return mla::KVLayout::Paged;
+  }
+  return std::nullopt;
+}
+
 OwningOpRef<ModuleOp> mlagen::buildVariantModule(MLIRContext &context,
                                                  const Signature &sig) {
   context.getOrLoadDialect<mla::MLADialect>();
@@ -102,19 +112,57 @@ OwningOpRef<ModuleOp> mlagen::buildVariantModule(MLIRContext &context,
   std::optional<mla::DType> qType = toMLA(sig.qType);
   std::optional<mla::DType> kvType = toMLA(sig.kvType);
   std::optional<mla::DType> outType = toMLA(sig.outType);
+  std::optional<mla::KVLayout> layout = toMLA(sig.kvLayout);
   std::optional<mla::Arch> arch = toMLA(sig.arch);
-  for (auto [field, valid] : {std::pair{"op", sig.op == OpKind::Prefill},
-                              {"mask", mask.has_value()},
-                              {"q_type", qType.has_value()},
-                              {"kv_type", kvType.has_value()},
-                              {"out_type", outType.has_value()},
-                              {"kv_layout", sig.kvLayout == KVLayout::Varlen},
-                              {"arch", arch.has_value()}}) {
+  for (auto [field, valid] :
+       {std::pair{"op", sig.op == OpKind::Prefill || sig.op == OpKind::Decode},
+        {"mask", mask.has_value()},
+        {"q_type", qType.has_value()},
+        {"kv_type", kvType.has_value()},
+        {"out_type", outType.has_value()},
+        {"kv_layout", layout.has_value()},
+        {"arch", arch.has_value()}}) {
     if (!valid) {
       emitError(loc) << "signature field '" << field
                      << "' holds a value outside its enum";
       return nullptr;
     }
+  }
+  if (sig.op == OpKind::Decode) {
+    // The op has no field for what decode fixes: one latent kv head, a
+    // paged layout, causal, no window, cap or tile_q.
+    for (auto [field, fixed] :
+         {std::pair{"hkv", sig.numKVHeads == 1},
+          {"kv_layout", sig.kvLayout == KVLayout::Paged},
+          {"mask", sig.mask == Mask::Causal},
+          {"window", sig.windowLeft == -1 && sig.windowRight == -1},
+          {"softcap", sig.softCap == 0.0f},
+          {"tile_q", sig.tileQ == 0}}) {
+      if (!fixed) {
+        emitError(loc) << "signature field '" << field
+                       << "' is not a decode field: a decode signature "
+                          "leaves it as Signature::decode() has it";
+        return nullptr;
+      }
+    }
+    OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+    OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
+    mla::DecodeOp::create(
+        builder, loc, /*sym_name=*/"decode", sig.headDimQK, sig.headDimV,
+        sig.numQHeads, sig.qLen, sig.pageSize, sig.returnLSE,
+        sig.batchInvariant,
+        /*tile_k=*/sig.tileK ? builder.getI32IntegerAttr(sig.tileK) : nullptr,
+        mla::ArchAttr::get(&context, *arch), /*tiling=*/nullptr,
+        /*launch=*/nullptr, /*reduce_launch=*/nullptr, *qType, *kvType,
+        *outType);
+    return module;
+  }
+  if (sig.qLen != 0 || sig.pageSize != 0 || sig.batchInvariant ||
+      sig.tileK != 0) {
+    emitError(loc) << "signature fields 'q_len', 'page', 'batch_invariant' "
+                      "and 'tile_k' are decode fields: a prefill signature "
+                      "leaves them 0";
+    return nullptr;
   }
   // Besides those, the only field the IR cannot hold at all is a window
   // below -1. Every other rule is the verifier's.
@@ -133,50 +181,83 @@ OwningOpRef<ModuleOp> mlagen::buildVariantModule(MLIRContext &context,
       builder.getF32FloatAttr(sig.softCap), sig.returnLSE,
       /*tile_q=*/sig.tileQ ? builder.getI32IntegerAttr(sig.tileQ) : nullptr,
       mla::ArchAttr::get(&context, *arch), /*tiling=*/nullptr,
-      /*launch=*/nullptr, *qType, *kvType, *outType, mla::KVLayout::Varlen);
+      /*launch=*/nullptr, *qType, *kvType, *outType, *layout);
   return module;
 }
 
 /// A Status about the variant `op`, named by its symbol.
-static Status variantError(StatusCode code, mla::PrefillOp op,
+static Status variantError(StatusCode code, Operation *op,
                            const llvm::Twine &message) {
-  return Status(code, ("@" + op.getSymName() + message).str());
+  return Status(
+      code, ("@" + SymbolTable::getSymbolName(op).getValue() + message).str());
+}
+
+/// The Signature of a prefill variant; its arch is the caller's to set.
+static Signature signatureOf(mla::PrefillOp op) {
+  Signature sig;
+  sig.op = OpKind::Prefill;
+  sig.headDimQK = op.getQkHeadDim();
+  sig.headDimV = op.getVHeadDim();
+  sig.numQHeads = op.getQHeads();
+  sig.numKVHeads = op.getKvHeads();
+  sig.mask = fromMLA(op.getMask());
+  sig.windowLeft = op.getWindowLeft();
+  sig.windowRight = op.getWindowRight();
+  sig.softCap = op.getSoftCapValue();
+  sig.returnLSE = op.getLse();
+  sig.qType = fromMLA(op.getQType());
+  sig.kvType = fromMLA(op.getKvType());
+  sig.outType = fromMLA(op.getOutType());
+  sig.kvLayout = KVLayout::Varlen;
+  sig.tileQ = op.getTileQ().value_or(0);
+  return sig;
+}
+
+static Signature signatureOf(mla::DecodeOp op) {
+  Signature sig = Signature::decode();
+  sig.headDimQK = op.getQkHeadDim();
+  sig.headDimV = op.getVHeadDim();
+  sig.numQHeads = op.getQHeads();
+  sig.qLen = op.getQLen();
+  sig.pageSize = op.getPageSize();
+  sig.returnLSE = op.getLse();
+  sig.batchInvariant = op.getBatchInvariant();
+  sig.qType = fromMLA(op.getQType());
+  sig.kvType = fromMLA(op.getKvType());
+  sig.outType = fromMLA(op.getOutType());
+  sig.tileK = op.getTileK().value_or(0);
+  return sig;
 }
 
 Status mlagen::signaturesFromModule(ModuleOp module,
                                     std::vector<Signature> &signatures,
                                     llvm::ArrayRef<Arch> defaultArchs) {
   std::vector<Signature> read;
-  for (mla::PrefillOp op : module.getOps<mla::PrefillOp>()) {
-    if (op.getLayout() != mla::KVLayout::Varlen)
-      return variantError(StatusCode::Unsupported, op,
-                          ": a Signature has no paged layout yet");
-    if (!op.getArch() && defaultArchs.empty())
-      return variantError(StatusCode::InvalidSignature, op,
-                          " has no 'arch': a kernel is built for a target");
+  for (Operation &variant : module.getOps()) {
     Signature sig;
-    sig.op = OpKind::Prefill;
-    sig.headDimQK = op.getQkHeadDim();
-    sig.headDimV = op.getVHeadDim();
-    sig.numQHeads = op.getQHeads();
-    sig.numKVHeads = op.getKvHeads();
-    sig.mask = fromMLA(op.getMask());
-    sig.windowLeft = op.getWindowLeft();
-    sig.windowRight = op.getWindowRight();
-    sig.softCap = op.getSoftCapValue();
-    sig.returnLSE = op.getLse();
-    sig.qType = fromMLA(op.getQType());
-    sig.kvType = fromMLA(op.getKvType());
-    sig.outType = fromMLA(op.getOutType());
-    sig.kvLayout = KVLayout::Varlen;
-    sig.tileQ = op.getTileQ().value_or(0);
-    if (op.getArch()) {
-      sig.arch = fromMLA(*op.getArch());
+    std::optional<mla::Arch> arch;
+    if (auto op = dyn_cast<mla::PrefillOp>(variant)) {
+      if (op.getLayout() != mla::KVLayout::Varlen)
+        return variantError(StatusCode::Unsupported, op,
+                            ": paged prefill is not supported yet");
+      sig = signatureOf(op);
+      arch = op.getArch();
+    } else if (auto op = dyn_cast<mla::DecodeOp>(variant)) {
+      sig = signatureOf(op);
+      arch = op.getArch();
+    } else {
+      continue;
+    }
+    if (!arch && defaultArchs.empty())
+      return variantError(StatusCode::InvalidSignature, &variant,
+                          " has no 'arch': a kernel is built for a target");
+    if (arch) {
+      sig.arch = fromMLA(*arch);
       read.push_back(sig);
       continue;
     }
-    for (Arch arch : defaultArchs) {
-      sig.arch = arch;
+    for (Arch defaultArch : defaultArchs) {
+      sig.arch = defaultArch;
       read.push_back(sig);
     }
   }
@@ -239,13 +320,28 @@ Status mlagen::generateHIP(const Signature &sig, GeneratedKernel &kernel) {
   if (failed(pm.run(*module)))
     return Status(StatusCode::Unsupported, diagnostics);
 
-  mla::PrefillOp op = *module->getOps<mla::PrefillOp>().begin();
   std::string source;
   llvm::raw_string_ostream os(source);
-  if (failed(emitHIP(op, os)))
+  if (failed(emitHIP(*module, os)))
     return Status(StatusCode::GeneratorError, diagnostics);
-
   kernel.source = std::move(source);
+
+  if (auto op = dyn_cast<mla::DecodeOp>(module->getBody()->front())) {
+    mla::LaunchAttr launch = op.getLaunchAttr();
+    mla::LaunchAttr reduce = op.getReduceLaunchAttr();
+    mla::DecodeTilingAttr tiling = op.getTilingAttr();
+    kernel.entryName = launch.getEntry().str();
+    kernel.threadsPerBlock = launch.getThreads();
+    kernel.sharedBytes = launch.getSharedBytes();
+    kernel.tileQ = tiling.getHeadsPerBlock();
+    kernel.tileK = tiling.getTileK();
+    kernel.paddedHeads = tiling.getHeads();
+    kernel.extraEntries = {{reduce.getEntry().str(), reduce.getThreads(),
+                            reduce.getSharedBytes(),
+                            op.getReduceRowsPerBlock()}};
+    return Status::ok();
+  }
+  auto op = cast<mla::PrefillOp>(module->getBody()->front());
   kernel.entryName = op.getLaunchAttr().getEntry().str();
   kernel.threadsPerBlock = op.getLaunchAttr().getThreads();
   kernel.sharedBytes = op.getLaunchAttr().getSharedBytes();

@@ -7,9 +7,11 @@
 
 #include "mlagen-c/Runtime.h"
 #include "RuntimeInternal.h"
+#include "mlagen/Runtime/DecodePlan.h"
 #include "mlagen/Runtime/DefaultGenerator.h"
 #include "mlagen/Runtime/Runtime.h"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -27,6 +29,16 @@ struct RuntimeHandle {
   std::unique_ptr<Runtime> runtime;
   std::string backend;
 };
+
+struct DecodePlannerHandle {
+  const Kernel *kernel;
+  Runtime *runtime; // the kernel's: runs its launches
+  DecodePlanner planner;
+};
+
+const DecodePlannerHandle *plannerOf(const mlagen_decode_planner *planner) {
+  return reinterpret_cast<const DecodePlannerHandle *>(planner);
+}
 
 thread_local std::string lastError;
 
@@ -62,6 +74,42 @@ Status parseAndValidate(const char *text, Signature &sig) {
 extern "C" {
 
 const char *mlagen_last_error(void) { return lastError.c_str(); }
+
+const char *mlagen_status_name(int code) {
+  if (code < 0 || code > static_cast<int>(StatusCode::Internal))
+    return "Unknown";
+  return statusCodeName(static_cast<StatusCode>(code));
+}
+
+int mlagen_compile(mlagen_runtime *runtime, const char *signature,
+                   void *binary, size_t size, size_t *binary_size) {
+  return guarded([&]() -> Status {
+    if (!runtime)
+      return Status(StatusCode::InvalidArgument, "runtime is null");
+    if (binary_size)
+      *binary_size = 0;
+    Signature sig;
+    if (Status status = parseAndValidate(signature, sig); !status)
+      return status;
+    CodeObject code;
+    if (Status status =
+            reinterpret_cast<RuntimeHandle *>(runtime)->runtime->compile(sig,
+                                                                         code);
+        !status)
+      return status;
+    if (binary_size)
+      *binary_size = code.binary.size();
+    if (!binary)
+      return Status::ok();
+    if (size < code.binary.size())
+      return Status(StatusCode::InvalidArgument,
+                    "the code object needs " +
+                        std::to_string(code.binary.size()) + " bytes, got " +
+                        std::to_string(size));
+    std::memcpy(binary, code.binary.data(), code.binary.size());
+    return Status::ok();
+  });
+}
 
 int mlagen_runtime_create(const char *cache_dir, unsigned flags,
                           mlagen_runtime **out) {
@@ -132,8 +180,9 @@ int mlagen_get_kernel(mlagen_runtime *runtime, const char *signature,
       return Status(StatusCode::InvalidArgument, "runtime or out is null");
     *out = nullptr;
     Signature sig;
-    if (Status status = parseSignature(signature ? signature : "", sig);
-        !status)
+    if (!signature)
+      return Status(StatusCode::InvalidArgument, "signature is null");
+    if (Status status = parseSignature(signature, sig); !status)
       return status;
     const Kernel *kernel = nullptr;
     if (Status status = reinterpret_cast<RuntimeHandle *>(runtime)
@@ -180,6 +229,112 @@ int mlagen_prefill_run(const mlagen_kernel *kernel, const void *q,
     args.softmaxScale = softmax_scale;
     args.stream = stream;
     return runtime->runPrefill(cxxKernel, args);
+  });
+}
+
+int mlagen_decode_planner_create(const mlagen_kernel *kernel, int max_batch,
+                                 int num_sms, int64_t max_seq_len,
+                                 mlagen_decode_planner **out) {
+  return guarded([&]() -> Status {
+    if (!kernel || !out)
+      return Status(StatusCode::InvalidArgument, "kernel or out is null");
+    *out = nullptr;
+    const Kernel &cxxKernel = *reinterpret_cast<const Kernel *>(kernel);
+    Runtime *runtime = owningRuntime(cxxKernel);
+    if (!runtime)
+      return Status(StatusCode::InvalidArgument,
+                    "kernel is not a handle from mlagen_get_kernel");
+    DecodePlanOptions options;
+    options.maxBatch = max_batch;
+    options.numSMs = num_sms;
+    options.maxSeqLen = max_seq_len;
+    auto handle = std::make_unique<DecodePlannerHandle>(
+        DecodePlannerHandle{&cxxKernel, runtime, DecodePlanner()});
+    if (Status status =
+            DecodePlanner::create(cxxKernel, options, handle->planner);
+        !status)
+      return status;
+    *out = reinterpret_cast<mlagen_decode_planner *>(handle.release());
+    return Status::ok();
+  });
+}
+
+void mlagen_decode_planner_destroy(mlagen_decode_planner *planner) {
+  delete reinterpret_cast<DecodePlannerHandle *>(planner);
+}
+
+int mlagen_decode_planner_sizes(const mlagen_decode_planner *planner,
+                                int64_t *sizes, size_t count) {
+  return guarded([&]() -> Status {
+    if (!planner || (!sizes && count > 0))
+      return Status(StatusCode::InvalidArgument, "planner or sizes is null");
+    if (count > MLAGEN_DECODE_NUM_SIZES)
+      return Status(StatusCode::InvalidArgument,
+                    "count must be <= MLAGEN_DECODE_NUM_SIZES (" +
+                        std::to_string(MLAGEN_DECODE_NUM_SIZES) + "), got " +
+                        std::to_string(count));
+    const DecodeBufferSizes &s = plannerOf(planner)->planner.sizes();
+    const int64_t all[MLAGEN_DECODE_NUM_SIZES] = {
+        s.planInts, s.partialOutFloats, s.partialLseFloats, s.workCapacity,
+        s.slotCapacity};
+    std::copy(all, all + count, sizes);
+    return Status::ok();
+  });
+}
+
+int mlagen_decode_plan(const mlagen_decode_planner *planner,
+                       const int32_t *seq_lens, int batch, int32_t *plan,
+                       size_t plan_ints, int64_t *used_ints) {
+  return guarded([&]() -> Status {
+    if (!planner)
+      return Status(StatusCode::InvalidArgument, "planner is null");
+    DecodePlanSummary summary;
+    if (Status status = plannerOf(planner)->planner.plan(
+            seq_lens, batch, plan, static_cast<int64_t>(plan_ints), &summary);
+        !status)
+      return status;
+    if (used_ints)
+      *used_ints = summary.usedInts;
+    return Status::ok();
+  });
+}
+
+int mlagen_decode_run(const mlagen_decode_planner *planner, const void *q,
+                      const void *kv_cache, void *out, float *lse,
+                      const int32_t *block_table, int block_table_stride,
+                      const int32_t *seq_lens, const int32_t *device_plan,
+                      float *partial_out, float *partial_lse, int batch,
+                      int q_len, int num_heads, const int64_t *strides,
+                      float softmax_scale, void *stream) {
+  return guarded([&]() -> Status {
+    if (!planner)
+      return Status(StatusCode::InvalidArgument, "planner is null");
+    const DecodePlannerHandle &handle = *plannerOf(planner);
+    DecodeArgs args;
+    args.q = q;
+    args.kvCache = kv_cache;
+    args.out = out;
+    args.lse = lse;
+    args.blockTable = block_table;
+    args.blockTableStride = block_table_stride;
+    args.seqLens = seq_lens;
+    args.batch = batch;
+    args.qLen = q_len;
+    args.numQHeads = num_heads;
+    if (batch > 0 && !device_plan)
+      return Status(StatusCode::InvalidArgument, "device_plan is null");
+    handle.planner.bindPlan(device_plan, partial_out, partial_lse, args);
+    if (strides) {
+      int64_t *fields[] = {&args.qBatchStride,   &args.qTokenStride,
+                           &args.qHeadStride,    &args.outBatchStride,
+                           &args.outTokenStride, &args.outHeadStride,
+                           &args.kvBlockStride,  &args.kvTokenStride};
+      for (int i = 0; i < 8; ++i)
+        *fields[i] = strides[i];
+    }
+    args.softmaxScale = softmax_scale;
+    args.stream = stream;
+    return handle.runtime->runDecode(*handle.kernel, args);
   });
 }
 

@@ -43,28 +43,38 @@ public:
   }
 
   Status load(const CodeObject &code, DeviceFunction &out) override {
-    if (code.sharedBytes > maxSharedBytes_)
-      return Status(StatusCode::Unsupported,
-                    code.entryName + " needs " +
-                        std::to_string(code.sharedBytes) +
-                        " bytes of shared memory; " + description() +
-                        " allows " + std::to_string(maxSharedBytes_));
+    std::vector<KernelEntry> entries = {
+        {code.entryName, code.threadsPerBlock, code.sharedBytes, code.tileQ}};
+    entries.insert(entries.end(), code.extraEntries.begin(),
+                   code.extraEntries.end());
+    for (const KernelEntry &entry : entries)
+      if (entry.sharedBytes > maxSharedBytes_)
+        return Status(StatusCode::Unsupported,
+                      entry.name + " needs " +
+                          std::to_string(entry.sharedBytes) +
+                          " bytes of shared memory; " + description() +
+                          " allows " + std::to_string(maxSharedBytes_));
     ContextScope scope(api_, context_);
     cu::Module module = nullptr;
     if (cu::Result rc = api_.moduleLoadData(&module, code.binary.data()))
       return error("cuModuleLoadData", rc);
-    cu::Function function = nullptr;
-    cu::Result rc =
-        api_.moduleGetFunction(&function, module, code.entryName.c_str());
-    if (rc == 0 && code.sharedBytes > kDefaultSharedBytes)
-      rc = api_.funcSetAttribute(
-          function, cu::kFunctionAttributeMaxDynamicSharedSizeBytes,
-          code.sharedBytes);
-    if (rc != 0) {
-      api_.moduleUnload(module);
-      return error("loading " + code.entryName, rc);
+    std::vector<cu::Function> functions;
+    for (const KernelEntry &entry : entries) {
+      cu::Function function = nullptr;
+      cu::Result rc =
+          api_.moduleGetFunction(&function, module, entry.name.c_str());
+      if (rc == 0 && entry.sharedBytes > kDefaultSharedBytes)
+        rc = api_.funcSetAttribute(
+            function, cu::kFunctionAttributeMaxDynamicSharedSizeBytes,
+            entry.sharedBytes);
+      if (rc != 0) {
+        api_.moduleUnload(module);
+        return error("loading " + entry.name, rc);
+      }
+      functions.push_back(function);
     }
-    out = {module, function};
+    out = {module, functions[0],
+           std::vector<void *>(functions.begin() + 1, functions.end())};
     return Status::ok();
   }
 

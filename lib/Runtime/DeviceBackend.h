@@ -13,13 +13,21 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace mlagen {
 
-// A code object loaded on the device.
+// A code object loaded on the device: its first entry, then the functions
+// of CodeObject::extraEntries in order.
 struct DeviceFunction {
   void *module = nullptr;
   void *function = nullptr;
+  std::vector<void *> extraFunctions;
+
+  // The i-th extra entry as a function of its own, for launch().
+  DeviceFunction extra(size_t i) const {
+    return {module, extraFunctions[i], {}};
+  }
 };
 
 struct LaunchGeometry {
@@ -37,7 +45,7 @@ public:
   // "cuda device 0: NVIDIA H100 80GB HBM3 (sm_90a)"
   virtual std::string description() const = 0;
 
-  // Loads `code` and finds its entry; opts in to more than the default
+  // Loads `code` and finds its entries; opts in to more than the default
   // dynamic shared memory where the driver requires it.
   virtual Status load(const CodeObject &code, DeviceFunction &out) = 0;
   virtual void unload(DeviceFunction &function) = 0;

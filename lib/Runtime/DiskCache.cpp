@@ -3,6 +3,7 @@
 #include "DiskCache.h"
 #include "CacheEntry.h"
 #include "Hash.h"
+#include "Log.h"
 
 #include <nlohmann/json.hpp>
 
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <pwd.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace mlagen {
@@ -102,20 +104,31 @@ std::string DiskCache::entryPath(const std::string &key) const {
   return directory_ + "/" + key + ".entry";
 }
 
-bool DiskCache::load(const std::string &key, CodeObject &out) {
+bool DiskCache::load(const std::string &key, const Signature &sig,
+                     CodeObject &out) {
   if (directory_.empty())
     return false;
-  std::string path = entryPath(key), bytes, why;
+  std::string path = entryPath(key), bytes, why, signature;
   if (int error = readWhole(path, bytes)) {
     if (error != ENOENT && error != ENOTDIR) // absent, not damaged
       warnCorrupt(path, errorText(error));
     return false;
   }
-  if (!decodeCacheEntry(bytes, out, why)) {
+  if (!decodeCacheEntry(bytes, out, signature, why)) {
     warnCorrupt(path, why);
     return false;
   }
+  // The key hashes the signature, so another one here means a damaged or
+  // misplaced file, not a collision.
+  if (signature != sig.canonical() || out.arch != sig.arch) {
+    warnCorrupt(path, "built for '" + signature + "'");
+    return false;
+  }
   out.cacheKey = key;
+  // mtime records the last use, for `mlagen cache prune`; best effort (a
+  // read-only cache keeps its times).
+  const timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
+  utimensat(AT_FDCWD, path.c_str(), times, 0);
   return true;
 }
 
@@ -133,22 +146,21 @@ bool DiskCache::loadBySignature(const Signature &sig, CodeObject &out) {
       index["signature"] != sig.canonical())
     return false;
   std::string key = index["key"].get<std::string>();
-  return isCacheKey(key) && load(key, out) && out.arch == sig.arch;
+  return isCacheKey(key) && load(key, sig, out);
 }
 
 void DiskCache::store(const std::string &key, const Signature &sig,
-                      const CodeObject &code,
-                      const EntryProvenance &provenance) {
+                      const CodeObject &code) {
   if (!writable())
     return;
   if (!ensureDirectory(directory_ + "/index") ||
-      !publish(entryPath(key), encodeCacheEntry(code)))
+      !publish(entryPath(key), encodeCacheEntry(code, sig.canonical())))
     return;
-  nlohmann::json index = {{"signature", provenance.signature},
+  nlohmann::json index = {{"signature", sig.canonical()},
                           {"key", key},
-                          {"generator", provenance.generator},
-                          {"compiler", provenance.compiler},
-                          {"flags", provenance.flags}};
+                          {"generator", code.generatorIdentity},
+                          {"compiler", code.compilerIdentity},
+                          {"flags", code.compilerFlags}};
   publish(directory_ + "/index/" + computeSignatureKey(sig) + ".json",
           index.dump(2, ' ', false,
                      nlohmann::json::error_handler_t::replace) +
@@ -159,22 +171,34 @@ DiskCache::KeyLock DiskCache::lockKey(const std::string &key) {
   if (!writable() || !ensureDirectory(directory_))
     return KeyLock();
   std::string path = directory_ + "/" + key + ".lock";
-  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    disableWrites("cannot create " + path + ": " + errorText(errno));
-    return KeyLock();
-  }
-  // flock, not fcntl locks: they belong to the open file, so two Runtimes
-  // in one process exclude each other too, and the kernel drops them when
-  // the holder exits or crashes. If the file system refuses locks, build
-  // unlocked: the atomic publish keeps the entry whole either way.
-  while (flock(fd, LOCK_EX) != 0) {
-    if (errno != EINTR) {
-      close(fd);
+  for (;;) {
+    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      disableWrites("cannot create " + path + ": " + errorText(errno));
       return KeyLock();
     }
+    // flock, not fcntl locks: they belong to the open file, so two Runtimes
+    // in one process exclude each other too, and the kernel drops them when
+    // the holder exits or crashes. If the file system refuses locks, build
+    // unlocked: the atomic publish keeps the entry whole either way.
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      MLAGEN_LOG(Debug, "waiting for another build of cache key " + key);
+      while (flock(fd, LOCK_EX) != 0) {
+        if (errno != EINTR) {
+          close(fd);
+          return KeyLock();
+        }
+      }
+    }
+    // A pruner may have removed the file while this process waited (it
+    // unlinks only under the lock): then the lock guards nothing, and the
+    // next build would lock a new file. Lock that one instead.
+    struct stat locked, current;
+    if (fstat(fd, &locked) == 0 && stat(path.c_str(), &current) == 0 &&
+        locked.st_ino == current.st_ino && locked.st_dev == current.st_dev)
+      return KeyLock(fd);
+    close(fd);
   }
-  return KeyLock(fd);
 }
 
 DiskCache::KeyLock::~KeyLock() {

@@ -1,14 +1,17 @@
 //===- DiskCache.h - code objects on disk, shared by processes -*- C++ -*-===//
 //
-// One file per cache key under <root>/v1/: a small checksummed header, the
-// entry name, then the code object. Entries are published atomically (temp
-// file in the same directory + rename), built once across processes (flock
-// on <key>.lock, released by the kernel if the holder dies) and verified on
-// every read: a corrupt entry is reported once and rebuilt. A directory that
-// cannot be written (read-only, full) degrades to memory-only with one
-// warning; entries already there are still read. index/<signature key>.json
-// maps a signature to its newest entry, for lookups without a generator.
-// Lock files stay: removing one races with a process about to lock it.
+// One file per cache key under <root>/v2/: a small checksummed header, the
+// entry name, what built it, then the code object (CacheEntry.h). Entries
+// are published atomically (temp file in the same directory + rename),
+// built once across processes (flock on <key>.lock, released by the kernel
+// if the holder dies) and verified on every read: a corrupt entry is
+// reported once and rebuilt. A directory that cannot be written (read-only,
+// full) degrades to memory-only with one warning; entries already there are
+// still read. index/<signature key>.json maps a signature to its newest
+// entry, for lookups without a generator. A read sets the entry's mtime, so
+// mtime is its last use: `mlagen cache prune` (CacheAdmin.h) evicts by it,
+// and removes a lock file only while holding its lock; a locker checks
+// after locking that its file is still the one at the path.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLAGEN_LIB_RUNTIME_DISKCACHE_H
@@ -26,11 +29,6 @@ namespace mlagen {
 
 using WarningSink = std::function<void(const std::string &)>;
 
-// What built an entry, recorded in the signature index for people and tools.
-struct EntryProvenance {
-  std::string signature, generator, compiler, flags;
-};
-
 class DiskCache {
 public:
   // `root` is the directory without its version; see resolveRoot().
@@ -40,17 +38,18 @@ public:
   // $HOME/.cache/mlagen; empty when none can be named.
   static std::string resolveRoot(const std::string &override);
 
-  // <root>/v1
+  // <root>/v2
   const std::string &directory() const { return directory_; }
 
-  // Reads entry `key`. False if absent or corrupt (warned about once).
-  bool load(const std::string &key, CodeObject &out);
+  // Reads entry `key`, built for `sig`. False if absent or corrupt (warned
+  // about once).
+  bool load(const std::string &key, const Signature &sig, CodeObject &out);
   // Reads the newest entry built for `sig` by any generator and compiler.
   bool loadBySignature(const Signature &sig, CodeObject &out);
   // Publishes `code` as entry `key` and indexes it under its signature. On
   // failure, warns once and stops writing.
   void store(const std::string &key, const Signature &sig,
-             const CodeObject &code, const EntryProvenance &provenance);
+             const CodeObject &code);
 
   // Holds the cross-process build lock of one key until destroyed. Holds
   // nothing when the directory is not writable (then only this process's

@@ -55,9 +55,10 @@ void addField(Hasher &hasher, std::string_view field) {
 std::string computeCacheKey(const Signature &sig,
                             std::string_view generatorIdentity,
                             std::string_view compilerIdentity,
-                            std::string_view compilerFlags) {
+                            std::string_view compilerFlags,
+                            unsigned formatVersion) {
   Hasher hasher;
-  addField(hasher, "mlagen-kernel v" + std::to_string(kCacheFormatVersion));
+  addField(hasher, "mlagen-kernel v" + std::to_string(formatVersion));
   addField(hasher, sig.canonical());
   addField(hasher, generatorIdentity);
   addField(hasher, compilerIdentity);
@@ -65,9 +66,9 @@ std::string computeCacheKey(const Signature &sig,
   return hasher.digest().hex();
 }
 
-std::string computeSignatureKey(const Signature &sig) {
+std::string computeSignatureKey(const Signature &sig, unsigned formatVersion) {
   Hasher hasher;
-  addField(hasher, "mlagen-signature v" + std::to_string(kCacheFormatVersion));
+  addField(hasher, "mlagen-signature v" + std::to_string(formatVersion));
   addField(hasher, sig.canonical());
   return hasher.digest().hex();
 }

@@ -16,8 +16,9 @@
 namespace mlagen {
 
 // Bumped whenever the key inputs, the entry file layout or
-// Signature::canonical() change; it names the cache subdirectory (v1/).
-inline constexpr unsigned kCacheFormatVersion = 1;
+// Signature::canonical() change; it names the cache subdirectory (v2/).
+// v2: entries record their signature, generator, compiler and flags.
+inline constexpr unsigned kCacheFormatVersion = 2;
 
 struct Hash128 {
   uint64_t low = 0, high = 0;
@@ -44,13 +45,16 @@ Hash128 hash128(std::string_view bytes);
 
 // The key of a compiled kernel: the cache format, the signature, what
 // generated the source (templates included) and what compiled it, how.
+// (formatVersion is a parameter for tests only.)
 std::string computeCacheKey(const Signature &sig,
                             std::string_view generatorIdentity,
                             std::string_view compilerIdentity,
-                            std::string_view compilerFlags);
+                            std::string_view compilerFlags,
+                            unsigned formatVersion = kCacheFormatVersion);
 
 // The key of a signature alone, for lookups without a generator.
-std::string computeSignatureKey(const Signature &sig);
+std::string computeSignatureKey(const Signature &sig,
+                                unsigned formatVersion = kCacheFormatVersion);
 
 } // namespace mlagen
 

@@ -39,13 +39,21 @@ public:
     hip::Module module = nullptr;
     if (hip::Error rc = api_.moduleLoadData(&module, code.binary.data()))
       return error("hipModuleLoadData", rc);
-    hip::Function function = nullptr;
-    if (hip::Error rc = api_.moduleGetFunction(&function, module,
-                                               code.entryName.c_str())) {
-      api_.moduleUnload(module);
-      return error("hipModuleGetFunction " + code.entryName, rc);
+    std::vector<std::string> names = {code.entryName};
+    for (const KernelEntry &entry : code.extraEntries)
+      names.push_back(entry.name);
+    std::vector<void *> functions;
+    for (const std::string &name : names) {
+      hip::Function function = nullptr;
+      if (hip::Error rc =
+              api_.moduleGetFunction(&function, module, name.c_str())) {
+        api_.moduleUnload(module);
+        return error("hipModuleGetFunction " + name, rc);
+      }
+      functions.push_back(function);
     }
-    out = {module, function};
+    out = {module, functions[0],
+           std::vector<void *>(functions.begin() + 1, functions.end())};
     return Status::ok();
   }
 

@@ -18,7 +18,11 @@ size_t SignatureHash::operator()(const Signature &sig) const {
       std::bit_cast<uint32_t>(softCap),      static_cast<uint64_t>(sig.returnLSE),
       static_cast<uint64_t>(sig.qType),      static_cast<uint64_t>(sig.kvType),
       static_cast<uint64_t>(sig.outType),    static_cast<uint64_t>(sig.kvLayout),
-      static_cast<uint64_t>(sig.tileQ),      static_cast<uint64_t>(sig.arch)};
+      static_cast<uint64_t>(sig.tileQ),      static_cast<uint64_t>(sig.arch),
+      static_cast<uint64_t>(sig.qLen),
+      static_cast<uint64_t>(sig.pageSize),
+      static_cast<uint64_t>(sig.batchInvariant),
+      static_cast<uint64_t>(sig.tileK)};
   uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a over the fields
   for (uint64_t field : fields)
     hash = (hash ^ field) * 0x100000001b3ull;

@@ -7,12 +7,19 @@
 #include "DiskCache.h"
 #include "Hash.h"
 #include "KernelCache.h"
+#include "Log.h"
+#include "DecodeLaunch.h"
 #include "PrefillParams.h"
 #include "RuntimeInternal.h"
 
+#include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <sstream>
 
 namespace mlagen {
 namespace {
@@ -78,6 +85,30 @@ Status checkGenerated(const Signature &sig, const GeneratedKernel &kernel) {
   if (sig.tileQ != 0 && kernel.tileQ != sig.tileQ)
     return bad("tileQ is " + std::to_string(kernel.tileQ) +
                " but the signature pins tile_q=" + std::to_string(sig.tileQ));
+  for (const KernelEntry &entry : kernel.extraEntries) {
+    if (!isIdentifier(entry.name))
+      return bad("entry name '" + entry.name + "' is not an identifier");
+    if (entry.threadsPerBlock < 1 || entry.threadsPerBlock > 1024 ||
+        entry.sharedBytes < 0 || entry.rowsPerBlock < 1)
+      return bad("entry " + entry.name +
+                 " needs threads in [1, 1024], shared bytes >= 0 and rows "
+                 "per block >= 1");
+  }
+  if (sig.op == OpKind::Decode) {
+    // runDecode launches the reduce after the decode kernel, and the
+    // planner cuts keys in multiples of tileK.
+    if (kernel.extraEntries.size() != 1)
+      return bad("a decode kernel has one extra entry, the reduce (got " +
+                 std::to_string(kernel.extraEntries.size()) + ")");
+    if (kernel.tileK < 1 || kernel.paddedHeads < sig.numQHeads)
+      return bad("decode needs tileK >= 1 and paddedHeads >= num_q_heads "
+                 "(got " +
+                 std::to_string(kernel.tileK) + " and " +
+                 std::to_string(kernel.paddedHeads) + ")");
+    if (sig.tileK != 0 && kernel.tileK != sig.tileK)
+      return bad("tileK is " + std::to_string(kernel.tileK) +
+                 " but the signature pins tile_k=" + std::to_string(sig.tileK));
+  }
   return Status::ok();
 }
 
@@ -86,7 +117,8 @@ public:
   explicit RuntimeImpl(RuntimeOptions options)
       : options_(std::move(options)), compilers_(options_.compiler) {
     warn_ = options_.onWarning ? options_.onWarning : [](const std::string &m) {
-      std::fprintf(stderr, "mlagen: warning: %s\n", m.c_str());
+      if (logEnabled(LogLevel::Warn))
+        logMessage(LogLevel::Warn, m);
     };
   }
 
@@ -95,6 +127,18 @@ public:
     if (options_.device < 0)
       return invalidArgument("device must be >= 0 (got " +
                              std::to_string(options_.device) + ")");
+    // Enums arrive from FFI hosts and casts: name a bad one here rather
+    // than route it somewhere by default.
+    if (static_cast<unsigned>(options_.backend) >
+        static_cast<unsigned>(BackendKind::None))
+      return invalidArgument("backend has an unknown value (got " +
+                             std::to_string(static_cast<int>(options_.backend)) +
+                             ")");
+    if (static_cast<unsigned>(options_.compiler) >
+        static_cast<unsigned>(CompilerKind::Clang))
+      return invalidArgument(
+          "compiler has an unknown value (got " +
+          std::to_string(static_cast<int>(options_.compiler)) + ")");
     if (backend) {
       backend_ = std::move(backend);
     } else if (options_.backend == BackendKind::None) {
@@ -110,6 +154,14 @@ public:
     if (options_.diskCache)
       disk_ = std::make_unique<DiskCache>(
           DiskCache::resolveRoot(options_.cacheDir), warn_);
+    if (Status status = openBundles(); !status)
+      return status;
+    MLAGEN_LOG(Info, "runtime on " + backendDescription() + "; disk cache " +
+                         (disk_ ? disk_->directory() : "off") + "; " +
+                         std::to_string(bundles_.size()) +
+                         " prebuilt sources; generator " +
+                         (options_.generator ? options_.generator->identity()
+                                             : "none"));
     return Status::ok();
   }
 
@@ -146,8 +198,14 @@ public:
   }
 
   Status runPrefill(const Kernel &kernel, const PrefillArgs &args) override;
+  Status runDecode(const Kernel &kernel, const DecodeArgs &args) override;
 
 private:
+  Status openBundles();
+  void addBundle(std::shared_ptr<const PrebuiltKernels> bundle);
+  bool findPrebuilt(const Signature &sig, CodeObject &code);
+  std::string prebuiltMismatch(const Signature &sig, const CodeObject &code);
+  void warnOnce(const std::string &message);
   Status loadKernel(const Signature &sig, const Kernel *&out);
   Status ensureCode(const Signature &sig, KernelCache::Slot &slot);
   Status obtainCode(const Signature &sig, CodeObject &code);
@@ -161,8 +219,119 @@ private:
   std::string noDeviceReason_;
   CompilerSelection compilers_;
   std::unique_ptr<DiskCache> disk_;
+  // options_.prebuilt, then the bundles opened from paths.
+  std::vector<std::shared_ptr<const PrebuiltKernels>> bundles_;
+  std::mutex warnedMutex_;
+  std::set<std::string> warned_;
   KernelCache memory_;
 };
+
+// Splits $MLAGEN_BUNDLE_PATH at colons, dropping empty parts.
+std::vector<std::string> bundlePathsFromEnvironment() {
+  std::vector<std::string> paths;
+  const char *text = std::getenv("MLAGEN_BUNDLE_PATH");
+  std::stringstream in(text ? text : "");
+  for (std::string path; std::getline(in, path, ':');)
+    if (!path.empty())
+      paths.push_back(path);
+  return paths;
+}
+
+Status RuntimeImpl::openBundles() {
+  for (const auto &bundle : options_.prebuilt)
+    if (bundle)
+      addBundle(bundle);
+  // Paths the program names must be right; a variable in the environment
+  // may be meant for another version, so its faults are warnings.
+  std::vector<std::string> fromEnvironment = bundlePathsFromEnvironment();
+  std::vector<std::pair<std::string, bool>> paths;
+  for (const std::string &path : options_.bundlePaths)
+    paths.emplace_back(path, true);
+  for (const std::string &path : fromEnvironment)
+    paths.emplace_back(path, false);
+  for (const auto &[path, named] : paths) {
+    std::shared_ptr<const PrebuiltKernels> bundle;
+    Status status = openBundle(path, warn_, bundle);
+    if (status) {
+      addBundle(std::move(bundle));
+    } else if (named && status.code() != StatusCode::Unsupported) {
+      return status;
+    } else {
+      warn_(status.message() + "; skipping it" +
+            (named ? "" : " (from MLAGEN_BUNDLE_PATH)"));
+    }
+  }
+  return Status::ok();
+}
+
+void RuntimeImpl::addBundle(std::shared_ptr<const PrebuiltKernels> bundle) {
+  std::vector<Arch> archs = bundle->archs();
+  if (backend_ && !archs.empty() &&
+      std::find(archs.begin(), archs.end(), backend_->arch()) == archs.end()) {
+    std::string held;
+    for (Arch arch : archs)
+      held += std::string(held.empty() ? "" : ", ") + archName(arch);
+    warn_(bundle->description() + " holds kernels for " + held + ", not " +
+          archName(backend_->arch()) + " (" + backend_->description() +
+          "); skipping it");
+    return;
+  }
+  MLAGEN_LOG(Info, "using " + bundle->description());
+  bundles_.push_back(std::move(bundle));
+}
+
+void RuntimeImpl::warnOnce(const std::string &message) {
+  {
+    std::lock_guard<std::mutex> lock(warnedMutex_);
+    if (!warned_.insert(message).second)
+      return;
+  }
+  warn_(message);
+}
+
+// Why this runtime will not use `code` from a bundle; "" when it will. With
+// a generator it could build the kernel itself, so, like a cache key, it
+// takes only what the same generator and compiler built.
+std::string RuntimeImpl::prebuiltMismatch(const Signature &sig,
+                                          const CodeObject &code) {
+  if (!options_.generator)
+    return "";
+  std::string generator = options_.generator->identity();
+  if (!code.generatorIdentity.empty() && code.generatorIdentity != generator)
+    return "built by generator '" + code.generatorIdentity +
+           "', this runtime generates with '" + generator + "'";
+  DeviceCompiler *compiler = nullptr;
+  if (code.compilerIdentity.empty() ||
+      !compilers_.select(sig.arch, compiler))
+    return ""; // nothing here could build it: take the bundle's
+  if (code.compilerIdentity != compiler->identity() ||
+      code.compilerFlags != compiler->flags(sig.arch))
+    return std::string("built by '") + code.compilerIdentity + "' with '" +
+           code.compilerFlags + "', this runtime compiles " +
+           archName(sig.arch) + " with '" + compiler->identity() + "' and '" +
+           compiler->flags(sig.arch) + "'";
+  return "";
+}
+
+bool RuntimeImpl::findPrebuilt(const Signature &sig, CodeObject &code) {
+  for (const auto &bundle : bundles_) {
+    CodeObject found;
+    if (!bundle->find(sig, found) || found.arch != sig.arch)
+      continue;
+    if (std::string why = prebuiltMismatch(sig, found); !why.empty()) {
+      // Once per bundle and reason, not per kernel: one stale bundle
+      // should not flood the log.
+      warnOnce(bundle->description() + ": skipping its kernels " + why +
+               " (rebuild the bundle with this mlagen and compiler)");
+      continue;
+    }
+    MLAGEN_LOG(Info, "'" + sig.canonical() + "' from " +
+                         bundle->description());
+    code = std::move(found);
+    return true;
+  }
+  return false;
+}
 
 Status RuntimeImpl::loadKernel(const Signature &sig, const Kernel *&out) {
   if (!backend_)
@@ -208,13 +377,15 @@ Status RuntimeImpl::ensureCode(const Signature &sig, KernelCache::Slot &slot) {
 }
 
 Status RuntimeImpl::obtainCode(const Signature &sig, CodeObject &code) {
-  for (const auto &bundle : options_.prebuilt)
-    if (bundle && bundle->find(sig, code) && code.arch == sig.arch)
-      return Status::ok();
+  if (findPrebuilt(sig, code))
+    return Status::ok();
 
   if (!options_.generator) {
-    if (disk_ && disk_->loadBySignature(sig, code))
+    if (disk_ && disk_->loadBySignature(sig, code)) {
+      MLAGEN_LOG(Info, "disk cache hit (by signature) for '" +
+                           sig.canonical() + "': " + code.cacheKey);
       return Status::ok();
+    }
     return Status(StatusCode::NoBackend,
                   "no kernel for '" + sig.canonical() +
                       "': the runtime has no source generator and nothing "
@@ -225,8 +396,11 @@ Status RuntimeImpl::obtainCode(const Signature &sig, CodeObject &code) {
   // can find a kernel (one built on another machine, say).
   DeviceCompiler *compiler = nullptr;
   if (Status status = compilers_.select(sig.arch, compiler); !status) {
-    if (disk_ && disk_->loadBySignature(sig, code))
+    if (disk_ && disk_->loadBySignature(sig, code)) {
+      MLAGEN_LOG(Info, "disk cache hit (by signature, no compiler) for '" +
+                           sig.canonical() + "': " + code.cacheKey);
       return Status::ok();
+    }
     return status;
   }
   std::string generatorIdentity = options_.generator->identity();
@@ -238,37 +412,83 @@ Status RuntimeImpl::obtainCode(const Signature &sig, CodeObject &code) {
     return build(sig, *compiler, code);
   }
 
-  if (disk_->load(key, code) && code.arch == sig.arch)
+  auto diskHit = [&] {
+    MLAGEN_LOG(Info, "disk cache hit for '" + sig.canonical() + "': " + key);
     return Status::ok();
+  };
+  if (disk_->load(key, sig, code))
+    return diskHit();
   // Another process may be building this key: wait for it, then look again.
   DiskCache::KeyLock lock = disk_->lockKey(key);
-  if (disk_->load(key, code) && code.arch == sig.arch)
-    return Status::ok();
+  if (disk_->load(key, sig, code))
+    return diskHit();
+  MLAGEN_LOG(Info, "disk cache miss for '" + sig.canonical() + "': " + key);
   code.cacheKey = key;
   if (Status status = build(sig, *compiler, code); !status)
     return status;
-  disk_->store(key, sig, code,
-               {sig.canonical(), generatorIdentity, compiler->identity(),
-                flags});
+  disk_->store(key, sig, code);
   return Status::ok();
 }
 
 Status RuntimeImpl::build(const Signature &sig, DeviceCompiler &compiler,
                           CodeObject &code) {
+  using Clock = std::chrono::steady_clock;
+  auto millis = [](Clock::duration d) {
+    return std::to_string(
+        std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+  };
+  Clock::time_point start = Clock::now();
   GeneratedKernel generated;
   if (Status status = options_.generator->generate(sig, generated); !status)
     return status;
   if (Status status = checkGenerated(sig, generated); !status)
     return status;
+  Clock::time_point generatedAt = Clock::now();
   if (Status status = compiler.compile(generated, sig.arch, code.binary);
       !status)
     return status;
+  MLAGEN_LOG(Info, "built '" + sig.canonical() + "': generate " +
+                       millis(generatedAt - start) + " ms, " +
+                       compiler.identity() + " " +
+                       millis(Clock::now() - generatedAt) + " ms, " +
+                       std::to_string(code.binary.size()) + " bytes");
+  code.generatorIdentity = options_.generator->identity();
+  code.compilerIdentity = compiler.identity();
+  code.compilerFlags = compiler.flags(sig.arch);
   code.arch = sig.arch;
   code.entryName = generated.entryName;
   code.threadsPerBlock = generated.threadsPerBlock;
   code.sharedBytes = generated.sharedBytes;
   code.tileQ = generated.tileQ;
+  code.tileK = generated.tileK;
+  code.paddedHeads = generated.paddedHeads;
+  code.extraEntries = generated.extraEntries;
   return Status::ok();
+}
+
+Status RuntimeImpl::runDecode(const Kernel &kernel, const DecodeArgs &args) {
+  auto *loaded = dynamic_cast<const LoadedKernel *>(&kernel);
+  if (!loaded || &loaded->owner() != this)
+    return invalidArgument("kernel was not returned by this Runtime");
+  DecodeLaunch launch;
+  bool empty = false;
+  if (Status status = prepareDecodeLaunch(
+          loaded->signature(), loaded->codeObject(), args, launch, empty);
+      !status || empty)
+    return status;
+  const DeviceFunction &function = loaded->function();
+  if (function.extraFunctions.empty())
+    return Status(StatusCode::Internal,
+                  "decode kernel loaded without its reduce entry");
+  // One parameter block for both: the reduce reads what decode wrote, in
+  // stream order, with no host sync between them.
+  void *kernelArgs[] = {&launch.params};
+  if (Status status = backend_->launch(function, launch.decode, args.stream,
+                                       kernelArgs);
+      !status)
+    return status;
+  return backend_->launch(function.extra(0), launch.reduce, args.stream,
+                          kernelArgs);
 }
 
 Status RuntimeImpl::runPrefill(const Kernel &kernel, const PrefillArgs &args) {
@@ -308,6 +528,14 @@ Status RuntimeImpl::runPrefill(const Kernel &kernel, const PrefillArgs &args) {
       return invalidArgument(std::string(name) +
                              " must be 16-byte aligned (the kernel loads "
                              "16-byte vectors)");
+  // A misaligned scalar access faults the whole GPU context, not just this
+  // launch: check the 4-byte ones too.
+  for (auto [name, ptr] :
+       {std::pair<const char *, const void *>{"cu_seqlens_q", args.cuSeqlensQ},
+        {"cu_seqlens_k", args.cuSeqlensK},
+        {"lse", sig.returnLSE ? args.lse : nullptr}})
+    if (reinterpret_cast<uintptr_t>(ptr) % 4 != 0)
+      return invalidArgument(std::string(name) + " must be 4-byte aligned");
 
   // 0 selects the contiguous stride.
   const int64_t hq = sig.numQHeads, hkv = sig.numKVHeads;

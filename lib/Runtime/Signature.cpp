@@ -22,6 +22,8 @@ const char *opKindName(OpKind op) {
   switch (op) {
   case OpKind::Prefill:
     return "prefill";
+  case OpKind::Decode:
+    return "decode";
   }
   return "?";
 }
@@ -52,6 +54,8 @@ const char *kvLayoutName(KVLayout layout) {
   switch (layout) {
   case KVLayout::Varlen:
     return "varlen";
+  case KVLayout::Paged:
+    return "paged";
   }
   return "?";
 }
@@ -120,14 +124,90 @@ Status invalid(const std::string &message) {
   return Status(StatusCode::InvalidSignature, message);
 }
 
+std::string got(int value) { return " (got " + std::to_string(value) + ")"; }
+
+// The rules of mla.decode's verifier (DECODE_CONTRACT.md); whether a
+// template implements a valid variant is the compiler's to say.
+Status validateDecode(const Signature &sig) {
+  if (sig.kvLayout != KVLayout::Paged)
+    return invalid(std::string("kv_layout must be paged for decode (got ") +
+                   kvLayoutName(sig.kvLayout) + ")");
+  if (sig.numKVHeads != 1)
+    return invalid("num_kv_heads must be 1 for decode: absorbed MLA reads "
+                   "one latent kv head" +
+                   got(sig.numKVHeads));
+  if (sig.windowLeft != -1 || sig.windowRight != -1 || sig.softCap != 0.0f ||
+      sig.tileQ != 0)
+    return invalid("window, soft_cap and tile_q are prefill fields: a decode "
+                   "signature leaves them -1,-1, 0 and 0");
+  if (sig.mask != Mask::Causal)
+    return invalid("mask must be causal for decode: query token t of a "
+                   "request sees keys [0, seq_len - q_len + t]");
+  if (!isMultipleOf16In(sig.headDimQK, 16, 576))
+    return invalid("head_dim_qk must be a multiple of 16 in [16, 576]" +
+                   got(sig.headDimQK));
+  if (!isMultipleOf16In(sig.headDimV, 16, 512))
+    return invalid("head_dim_v must be a multiple of 16 in [16, 512]" +
+                   got(sig.headDimV));
+  if (sig.headDimV > sig.headDimQK)
+    return invalid("head_dim_v must be <= head_dim_qk for decode: V is the "
+                   "first head_dim_v columns of the latent cache (got v=" +
+                   std::to_string(sig.headDimV) +
+                   ", qk=" + std::to_string(sig.headDimQK) + ")");
+  if (sig.numQHeads < 1 || sig.numQHeads > 128)
+    return invalid("num_q_heads must be in [1, 128] for decode" +
+                   got(sig.numQHeads));
+  if (sig.qLen < 1 || sig.qLen > 8)
+    return invalid("q_len must be in [1, 8] for decode (1, or the tokens "
+                   "of speculative decoding)" +
+                   got(sig.qLen));
+  if (sig.pageSize < 1 || sig.pageSize > 256 ||
+      (sig.pageSize & (sig.pageSize - 1)) != 0)
+    return invalid("page_size must be a power of two in [1, 256]" +
+                   got(sig.pageSize));
+  if (sig.tileK != 0 && !isMultipleOf16In(sig.tileK, 16, 256))
+    return invalid("tile_k must be 0 (chosen by the compiler) or a multiple "
+                   "of 16 in [16, 256]" +
+                   got(sig.tileK));
+  for (auto [field, type] :
+       {std::pair{"q_type", sig.qType}, std::pair{"out_type", sig.outType}})
+    if (type != DType::BF16 && type != DType::FP16)
+      return invalid(std::string(field) + " must be bf16 or fp16 for decode "
+                     "(got " + dtypeName(type) + ")");
+  return Status::ok();
+}
+
 } // namespace
 
 bool parseArch(const std::string &name, Arch &out) {
   return parseEnum(name, archName, static_cast<int>(Arch::SM90A) + 1, out);
 }
 
+Signature Signature::decode() {
+  Signature sig;
+  sig.op = OpKind::Decode;
+  sig.headDimQK = 576;
+  sig.headDimV = 512;
+  sig.numQHeads = 16;
+  sig.numKVHeads = 1;
+  sig.kvLayout = KVLayout::Paged;
+  sig.qLen = 1;
+  sig.pageSize = 64;
+  return sig;
+}
+
 std::string Signature::canonical() const {
   std::ostringstream os;
+  if (op == OpKind::Decode) {
+    os << "decode qk=" << headDimQK << " v=" << headDimV << " hq=" << numQHeads
+       << " q_len=" << qLen << " page=" << pageSize
+       << " mask=" << maskName(mask) << " lse=" << (returnLSE ? 1 : 0)
+       << " q=" << dtypeName(qType) << " kv=" << dtypeName(kvType)
+       << " out=" << dtypeName(outType)
+       << " batch_invariant=" << (batchInvariant ? 1 : 0)
+       << " tile_k=" << tileK << " arch=" << archName(arch);
+    return os.str();
+  }
   os << opKindName(op) << " qk=" << headDimQK << " v=" << headDimV
      << " hq=" << numQHeads << " hkv=" << numKVHeads
      << " mask=" << maskName(mask) << " window=" << windowLeft << ','
@@ -140,11 +220,9 @@ std::string Signature::canonical() const {
 }
 
 Status Signature::validate() const {
-  auto got = [](auto value) { return " (got " + std::to_string(value) + ")"; };
-
-  if (op != OpKind::Prefill)
+  if (op != OpKind::Prefill && op != OpKind::Decode)
     return invalid("op has an unknown value" + got(static_cast<int>(op)));
-  if (kvLayout != KVLayout::Varlen)
+  if (kvLayout != KVLayout::Varlen && kvLayout != KVLayout::Paged)
     return invalid("kv_layout has an unknown value" +
                    got(static_cast<int>(kvLayout)));
   if (mask != Mask::None && mask != Mask::Causal)
@@ -157,7 +235,12 @@ Status Signature::validate() const {
     if (std::string(dtypeName(type)) == "?")
       return invalid(std::string(field) + " has an unknown value" +
                      got(static_cast<int>(type)));
+  if (op == OpKind::Decode)
+    return validateDecode(*this);
 
+  if (qLen != 0 || pageSize != 0 || batchInvariant || tileK != 0)
+    return invalid("q_len, page_size, batch_invariant and tile_k are decode "
+                   "fields: a prefill signature leaves them 0");
   if (!isMultipleOf16In(headDimQK, 16, 576))
     return invalid("head_dim_qk must be a multiple of 16 in [16, 576]" +
                    got(headDimQK));
@@ -188,6 +271,9 @@ Status Signature::validate() const {
         "[16, 256]" +
         got(tileQ));
 
+  if (kvLayout == KVLayout::Paged)
+    return Status(StatusCode::Unsupported,
+                  "paged prefill is not supported yet (kv_layout=paged)");
   if (qType == DType::FP8E4M3 || kvType == DType::FP8E4M3 ||
       outType == DType::FP8E4M3)
     return Status(StatusCode::Unsupported, "fp8 prefill is not supported yet");
@@ -206,9 +292,11 @@ Status parseSignature(const std::string &text, Signature &out) {
   std::string opText;
   if (!(in >> opText))
     return invalid("signature text is empty");
-  Signature sig;
-  if (!parseEnum(opText, opKindName, 1, sig.op))
-    return invalid("unknown op '" + opText + "' (expected prefill)");
+  OpKind op;
+  if (!parseEnum(opText, opKindName, 2, op))
+    return invalid("unknown op '" + opText + "' (expected prefill or decode)");
+  const bool decode = op == OpKind::Decode;
+  Signature sig = decode ? Signature::decode() : Signature();
 
   // Each field parses its value text into `sig`; false means malformed.
   using FieldParser = std::function<bool(const std::string &)>;
@@ -222,6 +310,17 @@ Status parseSignature(const std::string &text, Signature &out) {
       return parseEnum(v, dtypeName, 3, field);
     });
   };
+  auto flagField = [](bool &field) {
+    return FieldParser([&field](const std::string &v) {
+      field = v == "1";
+      return v == "0" || v == "1";
+    });
+  };
+  // Fields of one op only; the rest are shared.
+  const std::vector<std::string> prefillOnly = {"hkv",    "window", "softcap",
+                                                "layout", "tile_q"};
+  const std::vector<std::string> decodeOnly = {"q_len", "page",
+                                               "batch_invariant", "tile_k"};
   const std::vector<std::pair<std::string, FieldParser>> fields = {
       {"qk", intField(sig.headDimQK)},
       {"v", intField(sig.headDimV)},
@@ -238,20 +337,24 @@ Status parseSignature(const std::string &text, Signature &out) {
        }},
       {"softcap",
        [&](const std::string &v) { return parseFloat(v, sig.softCap); }},
-      {"lse",
-       [&](const std::string &v) {
-         sig.returnLSE = v == "1";
-         return v == "0" || v == "1";
-       }},
+      {"lse", flagField(sig.returnLSE)},
       {"q", dtypeField(sig.qType)},
       {"kv", dtypeField(sig.kvType)},
       {"out", dtypeField(sig.outType)},
       {"layout",
        [&](const std::string &v) {
-         return parseEnum(v, kvLayoutName, 1, sig.kvLayout);
+         return parseEnum(v, kvLayoutName, 2, sig.kvLayout);
        }},
       {"tile_q", intField(sig.tileQ)},
       {"arch", [&](const std::string &v) { return parseArch(v, sig.arch); }},
+      {"q_len", intField(sig.qLen)},
+      {"page", intField(sig.pageSize)},
+      {"batch_invariant", flagField(sig.batchInvariant)},
+      {"tile_k", intField(sig.tileK)},
+  };
+  auto contains = [](const std::vector<std::string> &list,
+                     const std::string &key) {
+    return std::find(list.begin(), list.end(), key) != list.end();
   };
 
   std::map<std::string, bool> seen;
@@ -265,6 +368,9 @@ Status parseSignature(const std::string &text, Signature &out) {
                               [&](const auto &f) { return f.first == key; });
     if (field == fields.end())
       return invalid("unknown signature field '" + key + "'");
+    if (contains(decode ? prefillOnly : decodeOnly, key))
+      return invalid("signature field '" + key + "' is not a " + opText +
+                     " field");
     if (seen[key])
       return invalid("signature field '" + key + "' appears twice");
     seen[key] = true;
@@ -273,11 +379,15 @@ Status parseSignature(const std::string &text, Signature &out) {
                      value + "'");
   }
   // What a variant is must be said; the rest defaults as in Signature
-  // (no window, no soft cap, LSE on, bf16, varlen, tile chosen by a pass).
-  for (const char *required : {"qk", "v", "hq", "hkv", "mask", "arch"})
+  // (no window, no soft cap, LSE on, bf16, varlen, tile chosen by a pass)
+  // or Signature::decode() (causal, LSE on, bf16, not batch-invariant).
+  const std::vector<std::string> requiredFields =
+      decode
+          ? std::vector<std::string>{"qk", "v", "hq", "q_len", "page", "arch"}
+          : std::vector<std::string>{"qk", "v", "hq", "hkv", "mask", "arch"};
+  for (const std::string &required : requiredFields)
     if (!seen[required])
-      return invalid(std::string("signature is missing field '") + required +
-                     "'");
+      return invalid("signature is missing field '" + required + "'");
   out = sig;
   return Status::ok();
 }

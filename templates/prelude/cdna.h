@@ -85,6 +85,31 @@ MLAGEN_DEVICE u32 pack2<fp16>(float lo, float hi) {
   return __builtin_bit_cast(u32, __builtin_convertvector((f32x2){lo, hi}, f16x2));
 }
 
+// The two 16-bit elements of `packed` as floats (exact).
+template <class T>
+MLAGEN_DEVICE void unpack2(u32 packed, float &lo, float &hi);
+template <>
+MLAGEN_DEVICE void unpack2<bf16>(u32 packed, float &lo, float &hi) {
+  lo = __builtin_bit_cast(float, packed << 16);
+  hi = __builtin_bit_cast(float, packed & 0xffff0000u);
+}
+template <>
+MLAGEN_DEVICE void unpack2<fp16>(u32 packed, float &lo, float &hi) {
+  typedef _Float16 f16x2 __attribute__((ext_vector_type(2)));
+  const f32x2 v = __builtin_convertvector(__builtin_bit_cast(f16x2, packed), f32x2);
+  lo = v.x;
+  hi = v.y;
+}
+
+// What pack2 rounded away, itself packed: pack2(lo, hi) plus this residue
+// carries about 16 significant bits.
+template <class T>
+MLAGEN_DEVICE u32 rounding_residue(float lo, float hi, u32 packed) {
+  float lo16, hi16;
+  unpack2<T>(packed, lo16, hi16);
+  return pack2<T>(lo - lo16, hi - hi16);
+}
+
 namespace cdna {
 
 // Contraction depth of the 16x16 MFMA: gfx950 has double-depth bf16/f16

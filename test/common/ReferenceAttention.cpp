@@ -79,3 +79,59 @@ void referencePrefill(const AttentionProblem &p, const std::vector<float> &q,
 }
 
 } // namespace mlagen::test
+
+namespace mlagen::test {
+
+void referenceDecode(const DecodeProblem &p, const std::vector<float> &q,
+                     const std::vector<float> &cache, std::vector<float> &out,
+                     std::vector<float> &lse) {
+  const int dqk = p.headDimQK, dv = p.headDimV, heads = p.numHeads;
+  const size_t rows = static_cast<size_t>(p.batch()) * p.qLen * heads;
+  out.assign(rows * dv, 0.0f);
+  lse.assign(rows, -std::numeric_limits<float>::infinity());
+
+  std::vector<double> logits, acc(dv);
+  for (int b = 0; b < p.batch(); ++b) {
+    const int seqLen = p.seqLens[b];
+    auto keyRow = [&](int j) {
+      const int page = p.blockTable[static_cast<size_t>(b) *
+                                        p.blockTableStride +
+                                    j / p.pageSize];
+      return &cache[(static_cast<size_t>(page) * p.pageSize + j % p.pageSize) *
+                    dqk];
+    };
+    for (int t = 0; t < p.qLen; ++t) {
+      const int visible = std::max(0, seqLen - p.qLen + t + 1);
+      for (int h = 0; h < heads; ++h) {
+        const size_t row = (static_cast<size_t>(b) * p.qLen + t) * heads + h;
+        if (visible == 0)
+          continue; // zeros, LSE = -inf
+        const float *qi = &q[row * dqk];
+        logits.resize(visible);
+        double rowMax = -std::numeric_limits<double>::infinity();
+        for (int j = 0; j < visible; ++j) {
+          const float *kj = keyRow(j);
+          double dot = 0.0;
+          for (int d = 0; d < dqk; ++d)
+            dot += static_cast<double>(qi[d]) * kj[d];
+          logits[j] = p.softmaxScale * dot;
+          rowMax = std::max(rowMax, logits[j]);
+        }
+        double sum = 0.0;
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int j = 0; j < visible; ++j) {
+          const double w = std::exp(logits[j] - rowMax);
+          sum += w;
+          const float *vj = keyRow(j); // V: the first dv columns
+          for (int d = 0; d < dv; ++d)
+            acc[d] += w * vj[d];
+        }
+        for (int d = 0; d < dv; ++d)
+          out[row * dv + d] = static_cast<float>(acc[d] / sum);
+        lse[row] = static_cast<float>(rowMax + std::log(sum));
+      }
+    }
+  }
+}
+
+} // namespace mlagen::test

@@ -42,6 +42,32 @@ void referencePrefill(const AttentionProblem &problem,
                       const std::vector<float> &v, std::vector<float> &out,
                       std::vector<float> &lse);
 
+// Absorbed MLA decode over a paged latent cache (DECODE_CONTRACT.md): every
+// q head attends to one latent kv head; K is a cache row's headDimQK
+// columns, V its first headDimV.
+struct DecodeProblem {
+  int headDimQK = 576;
+  int headDimV = 512;
+  int numHeads = 16;
+  int qLen = 1;
+  int pageSize = 64;
+  float softmaxScale = 1.0f;
+  std::vector<int> seqLens;    // [batch] keys, the q_len new ones included
+  std::vector<int> blockTable; // [batch, blockTableStride] page ids
+  int blockTableStride = 0;
+
+  int batch() const { return static_cast<int>(seqLens.size()); }
+};
+
+// q: [batch, q_len, heads, dqk], cache: [pages, page_size, dqk], both
+// contiguous. Query token t of request b sees keys [0, seq_len - q_len + t];
+// key j lives at cache[block_table[b][j / page_size]][j % page_size].
+// Writes out: [batch, q_len, heads, dv] and lse: [batch, q_len, heads]
+// (a row that sees no key: zeros and -inf).
+void referenceDecode(const DecodeProblem &problem, const std::vector<float> &q,
+                     const std::vector<float> &cache, std::vector<float> &out,
+                     std::vector<float> &lse);
+
 } // namespace mlagen::test
 
 #endif // MLAGEN_TEST_COMMON_REFERENCEATTENTION_H

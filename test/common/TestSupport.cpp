@@ -2,7 +2,9 @@
 
 #include "TestSupport.h"
 #include "DeviceCompiler.h"
+#include "Hash.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
@@ -31,6 +33,13 @@ Status CountingGenerator::generate(const Signature &sig, GeneratedKernel &out) {
   out.threadsPerBlock = threadsPerBlock;
   out.sharedBytes = sharedBytes;
   out.tileQ = tileQ ? tileQ : sig.tileQ ? sig.tileQ : 64;
+  if (sig.op == OpKind::Decode) {
+    out.tileQ = tileQ ? tileQ : 16;
+    out.tileK = sig.tileK ? sig.tileK : tileK;
+    out.paddedHeads = paddedHeads ? paddedHeads : sig.numQHeads;
+    out.extraEntries = {{entryName, threadsPerBlock, 0,
+                         std::max(1, threadsPerBlock / 128)}};
+  }
   return Status::ok();
 }
 
@@ -78,11 +87,15 @@ Signature testSignature(Arch arch, int headDimQK) {
   return sig;
 }
 
+std::string cacheVersionDir(const std::string &root) {
+  return root + "/v" + std::to_string(kCacheFormatVersion);
+}
+
 std::vector<std::string> cacheEntries(const std::string &root) {
   std::vector<std::string> entries;
   std::error_code error;
   for (const auto &file :
-       std::filesystem::directory_iterator(root + "/v1", error))
+       std::filesystem::directory_iterator(cacheVersionDir(root), error))
     if (file.path().extension() == ".entry")
       entries.push_back(file.path().string());
   return entries;

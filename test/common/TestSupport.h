@@ -35,6 +35,10 @@ public:
   int threadsPerBlock = 128;
   int sharedBytes = 0;
   int tileQ = 0;     // 0: the signature's tile_q, or 64 when it pins none
+  // Decode signatures get tileK (or the pinned tile_k), padded heads
+  // (0: the signature's) and one reduce entry of threadsPerBlock threads.
+  int tileK = 64;
+  int paddedHeads = 0;
   bool fail = false; // return GeneratorError instead
 
 private:
@@ -79,7 +83,10 @@ CompileTarget findCompileTarget();
 // A signature of the given arch with test-friendly defaults.
 Signature testSignature(Arch arch, int headDimQK = 192);
 
-// The *.entry files of a cache root, in v1/.
+// <root>/v<kCacheFormatVersion>, where a cache root keeps its entries.
+std::string cacheVersionDir(const std::string &root);
+
+// The *.entry files of a cache root.
 std::vector<std::string> cacheEntries(const std::string &root);
 
 } // namespace mlagen::test

@@ -108,6 +108,52 @@ TEST_CASE("a library installs the default generator", "[capi]") {
   CHECK(createDefaultSourceGenerator() == nullptr);
 }
 
+TEST_CASE("C hosts compile without a device and name status codes",
+          "[capi]") {
+  CHECK(std::string(mlagen_status_name(MLAGEN_INVALID_ARGUMENT)) ==
+        "InvalidArgument");
+  CHECK(std::string(mlagen_status_name(42)) == "Unknown");
+  CHECK(std::string(mlagen_status_name(-1)) == "Unknown");
+
+  mlagen::test::CompileTarget target = mlagen::test::findCompileTarget();
+  if (!target.arch) {
+    WARN("skipped: no device compiler (" << target.whyNot << ")");
+    return;
+  }
+  REQUIRE(setDefaultSourceGenerator(&makeFakeGenerator));
+  mlagen_runtime *runtime = nullptr;
+  REQUIRE(mlagen_runtime_create(nullptr,
+                                MLAGEN_RUNTIME_COMPILE_ONLY |
+                                    MLAGEN_RUNTIME_NO_DISK_CACHE,
+                                &runtime) == MLAGEN_OK);
+  const std::string sig = mlagen::test::testSignature(*target.arch).canonical();
+  size_t size = 0;
+  REQUIRE(mlagen_compile(runtime, sig.c_str(), nullptr, 0, &size) ==
+          MLAGEN_OK);
+  CHECK(size > 4);
+  std::string binary(size, '\0');
+  CHECK(mlagen_compile(runtime, sig.c_str(), binary.data(), size - 1,
+                       nullptr) == MLAGEN_INVALID_ARGUMENT);
+  CHECK_THAT(mlagen_last_error(), Catch::Contains("needs"));
+  REQUIRE(mlagen_compile(runtime, sig.c_str(), binary.data(), size, &size) ==
+          MLAGEN_OK);
+  CHECK(binary.compare(0, 4, "\x7f" "ELF") == 0);
+
+  CHECK(mlagen_compile(runtime, nullptr, nullptr, 0, &size) ==
+        MLAGEN_INVALID_ARGUMENT);
+  CHECK(size == 0);
+  CHECK(mlagen_compile(runtime, "prefill qk=7", nullptr, 0, nullptr) ==
+        MLAGEN_INVALID_SIGNATURE);
+  CHECK(mlagen_compile(nullptr, sig.c_str(), nullptr, 0, nullptr) ==
+        MLAGEN_INVALID_ARGUMENT);
+  mlagen_kernel *kernel = nullptr;
+  CHECK(mlagen_get_kernel(runtime, nullptr, &kernel) ==
+        MLAGEN_INVALID_ARGUMENT);
+  CHECK(std::string(mlagen_last_error()) == "signature is null");
+  mlagen_runtime_destroy(runtime);
+  setDefaultSourceGenerator(nullptr);
+}
+
 TEST_CASE("the C API works from C", "[capi]") {
   CHECK(mlagen_test_c_api_round_trip() == 0);
 }

@@ -4,6 +4,8 @@
 #include "CatchStatus.h"
 #include "Hash.h"
 
+#include <cstring>
+
 using namespace mlagen;
 
 TEST_CASE("a cache key is a stable function of its inputs", "[cache-key]") {
@@ -12,8 +14,13 @@ TEST_CASE("a cache key is a stable function of its inputs", "[cache-key]") {
       computeCacheKey(sig, "mlir-generator/templates=abc123", "nvrtc 13.0",
                       "--gpu-architecture=sm_90a -std=c++17 -default-device");
   // A change here invalidates every cache on disk: bump kCacheFormatVersion.
-  CHECK(key == "28202f11c142c4dc61d4abb2b5d40d66");
-  CHECK(computeSignatureKey(sig) == "50687aa0aa0d40fe54ca0b9176f8edbd");
+  CHECK(key == "7b7520d808261c26a70f376bdc204b02");
+  CHECK(computeSignatureKey(sig) == "7ee13214bc6b60a9e4d3fdb24d165470");
+  // v2 changed the entry layout, not how keys are made: v1's are the same.
+  CHECK(computeCacheKey(sig, "mlir-generator/templates=abc123", "nvrtc 13.0",
+                        "--gpu-architecture=sm_90a -std=c++17 -default-device",
+                        1) == "28202f11c142c4dc61d4abb2b5d40d66");
+  CHECK(computeSignatureKey(sig, 1) == "50687aa0aa0d40fe54ca0b9176f8edbd");
   CHECK(hash128("").hex() == "99aa06d3014798d86001c324468d497f");
 }
 
@@ -40,18 +47,59 @@ TEST_CASE("a cache entry round-trips", "[cache-key]") {
   code.threadsPerBlock = 256;
   code.sharedBytes = 99328;
   code.tileQ = 128;
-  std::string bytes = encodeCacheEntry(code);
-  CHECK(bytes.size() == kCacheEntryHeaderSize + 14 + 7);
+  code.tileK = 64;
+  code.paddedHeads = 16;
+  code.extraEntries = {{"mlagen_decode_reduce", 256, 1024, 16}};
+  code.generatorIdentity = "gen/1";
+  code.compilerIdentity = "clang 22";
+  code.compilerFlags = "-O3";
+  const std::string signature = "prefill qk=192 v=128 ... arch=gfx942";
+  std::string bytes = encodeCacheEntry(code, signature);
+  CHECK_THAT(bytes, Catch::Contains(signature) && Catch::Contains("gen/1") &&
+                        Catch::Contains("clang 22"));
 
   CodeObject decoded;
-  std::string why;
-  REQUIRE(decodeCacheEntry(bytes, decoded, why));
+  std::string why, decodedSignature;
+  REQUIRE(decodeCacheEntry(bytes, decoded, decodedSignature, why));
   CHECK(decoded.arch == code.arch);
   CHECK(decoded.binary == code.binary);
   CHECK(decoded.entryName == code.entryName);
   CHECK(decoded.threadsPerBlock == 256);
   CHECK(decoded.sharedBytes == 99328);
   CHECK(decoded.tileQ == 128);
+  CHECK(decoded.tileK == 64);
+  CHECK(decoded.paddedHeads == 16);
+  CHECK(decoded.extraEntries == code.extraEntries);
+  CHECK(decoded.generatorIdentity == "gen/1");
+  CHECK(decoded.compilerIdentity == "clang 22");
+  CHECK(decoded.compilerFlags == "-O3");
+  CHECK(decodedSignature == signature);
+  CHECK(encodeCacheEntry(decoded, decodedSignature) == bytes);
+}
+
+TEST_CASE("the format version is in every key and every entry",
+          "[cache-key]") {
+  Signature sig;
+  CHECK(computeCacheKey(sig, "gen", "compiler", "flags") !=
+        computeCacheKey(sig, "gen", "compiler", "flags",
+                        kCacheFormatVersion + 1));
+  CHECK(computeSignatureKey(sig) !=
+        computeSignatureKey(sig, kCacheFormatVersion + 1));
+
+  // An entry of another version is refused before its checksum is read.
+  CodeObject code;
+  code.binary = "code";
+  code.entryName = "k";
+  std::string bytes = encodeCacheEntry(code, sig.canonical());
+  uint32_t version;
+  std::memcpy(&version, bytes.data() + 8, sizeof(version));
+  CHECK(version == kCacheFormatVersion);
+  version += 1;
+  std::memcpy(bytes.data() + 8, &version, sizeof(version));
+  CodeObject decoded;
+  std::string why, signature;
+  CHECK_FALSE(decodeCacheEntry(bytes, decoded, signature, why));
+  CHECK(why == "format version " + std::to_string(kCacheFormatVersion + 1));
 }
 
 TEST_CASE("a damaged cache entry is detected", "[cache-key]") {
@@ -60,25 +108,25 @@ TEST_CASE("a damaged cache entry is detected", "[cache-key]") {
   code.entryName = std::string("k");
   code.threadsPerBlock = 128;
   code.tileQ = 64;
-  const std::string good = encodeCacheEntry(code);
+  const std::string good = encodeCacheEntry(code, "sig");
   CodeObject decoded;
-  std::string why;
+  std::string why, signature;
 
   std::string truncated = good.substr(0, good.size() - 1);
-  CHECK_FALSE(decodeCacheEntry(truncated, decoded, why));
+  CHECK_FALSE(decodeCacheEntry(truncated, decoded, signature, why));
   CHECK_THAT(why, Catch::StartsWith("size mismatch"));
-  CHECK_FALSE(decodeCacheEntry(good.substr(0, 10), decoded, why));
+  CHECK_FALSE(decodeCacheEntry(good.substr(0, 10), decoded, signature, why));
   CHECK_THAT(why, Catch::StartsWith("truncated header"));
 
   std::string badMagic = good;
   badMagic[0] = 'X';
-  CHECK_FALSE(decodeCacheEntry(badMagic, decoded, why));
+  CHECK_FALSE(decodeCacheEntry(badMagic, decoded, signature, why));
   CHECK(why == "bad magic");
 
   for (size_t offset : {size_t(44), size_t(70), good.size() - 1}) {
     std::string flipped = good;
     flipped[offset] ^= 0x10;
-    CHECK_FALSE(decodeCacheEntry(flipped, decoded, why));
+    CHECK_FALSE(decodeCacheEntry(flipped, decoded, signature, why));
     CHECK(why == "bad checksum");
   }
 }

@@ -88,7 +88,7 @@ TEST_CASE("a kernel is compiled once, then found in memory and on disk",
   CHECK(code.binary.compare(0, 4, "\x7f" "ELF") == 0);
   REQUIRE(cacheEntries(dir.path()).size() == 1);
   CHECK(cacheEntries(dir.path())[0] ==
-        dir.path() + "/v1/" + code.cacheKey + ".entry");
+        cacheVersionDir(dir.path()) + "/" + code.cacheKey + ".entry");
 
   CodeObject again;
   REQUIRE(first->compile(sig, again));
@@ -276,7 +276,7 @@ TEST_CASE("a full disk degrades to memory with one warning", "[cache]") {
                                          Catch::Contains("memory only"));
   CHECK(cacheEntries(dir.path()).empty());
   for (const auto &file :
-       std::filesystem::directory_iterator(dir.path() + "/v1"))
+       std::filesystem::directory_iterator(cacheVersionDir(dir.path())))
     CHECK_THAT(file.path().string(), !Catch::Contains(".tmp."));
 }
 
@@ -493,5 +493,35 @@ TEST_CASE("the cache directory: override, MLAGEN_CACHE_DIR, XDG, HOME",
     CHECK(DiskCache::resolveRoot("") == "/h/.cache/mlagen");
   }
   DiskCache cache("/o", [](const std::string &) {});
-  CHECK(cache.directory() == "/o/v1");
+  CHECK(cache.directory() == cacheVersionDir("/o"));
+}
+
+TEST_CASE("an intact entry of another signature under a key is not used",
+          "[cache]") {
+  REQUIRE_COMPILER(arch);
+  ScratchDirectory dir;
+  WarningLog warnings;
+  CodeObject wanted, other;
+  auto runtime = compileOnlyRuntime(std::make_shared<CountingGenerator>(),
+                                    dir.path(), warnings);
+  REQUIRE(runtime->compile(testSignature(*arch), wanted));
+  REQUIRE(runtime->compile(testSignature(*arch, 128), other));
+  const std::string versionDir = cacheVersionDir(dir.path());
+  // A copied or misplaced file passes its checksum; what it records does
+  // not match the key's signature.
+  overwrite(versionDir + "/" + wanted.cacheKey + ".entry",
+            contents(versionDir + "/" + other.cacheKey + ".entry"));
+
+  WarningLog log;
+  auto generator = std::make_shared<CountingGenerator>();
+  CodeObject rebuilt;
+  REQUIRE(compileOnlyRuntime(generator, dir.path(), log)
+              ->compile(testSignature(*arch), rebuilt));
+  CHECK(generator->calls() == 1);
+  CHECK(rebuilt.cacheKey == wanted.cacheKey);
+  REQUIRE(log.count() == 1);
+  CHECK_THAT(log.messages()[0],
+             Catch::Contains("corrupt cache entry") &&
+                 Catch::Contains("built for '" +
+                                 testSignature(*arch, 128).canonical()));
 }

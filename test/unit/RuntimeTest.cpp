@@ -119,6 +119,25 @@ PrefillArgs someArgs() {
 
 } // namespace
 
+TEST_CASE("Runtime options with unknown enum values are refused",
+          "[runtime]") {
+  for (int field = 0; field < 2; ++field) {
+    RuntimeOptions options;
+    options.diskCache = false;
+    if (field == 0)
+      options.backend = static_cast<BackendKind>(9);
+    else
+      options.compiler = static_cast<CompilerKind>(-1);
+    std::unique_ptr<Runtime> runtime;
+    Status status = Runtime::create(std::move(options), runtime);
+    CHECK(status.code() == StatusCode::InvalidArgument);
+    CHECK_THAT(status.message(), Catch::Contains(field == 0 ? "backend"
+                                                            : "compiler") &&
+                                     Catch::Contains("unknown value"));
+    CHECK(runtime == nullptr);
+  }
+}
+
 TEST_CASE("a compile-only Runtime says why it has no device", "[runtime]") {
   RuntimeOptions options;
   options.backend = BackendKind::None;
@@ -335,6 +354,13 @@ TEST_CASE("runPrefill fills the parameter block and the grid", "[runtime]") {
     args.k = reinterpret_cast<const void *>(0x28);
     CHECK(rejection(args) ==
           "k must be 16-byte aligned (the kernel loads 16-byte vectors)");
+    args = someArgs();
+    args.cuSeqlensK = reinterpret_cast<const int *>(0x2002);
+    CHECK(rejection(args) == "cu_seqlens_k must be 4-byte aligned");
+    args = someArgs();
+    args.lse = reinterpret_cast<float *>(0x51);
+    args.lseHeadStride = 64;
+    CHECK(rejection(args) == "lse must be 4-byte aligned");
     args = someArgs();
     args.qHeadStride = 196;
     CHECK_THAT(rejection(args),

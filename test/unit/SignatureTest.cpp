@@ -89,7 +89,8 @@ TEST_CASE("parseSignature names what is wrong", "[signature]") {
     return status.message();
   };
   CHECK(error("") == "signature text is empty");
-  CHECK(error("decode qk=1") == "unknown op 'decode' (expected prefill)");
+  CHECK(error("merge qk=1") ==
+        "unknown op 'merge' (expected prefill or decode)");
   CHECK(error(good + " color=red") == "unknown signature field 'color'");
   CHECK(error(good + " qk=64") == "signature field 'qk' appears twice");
   CHECK(error("prefill qk=192") == "signature is missing field 'v'");

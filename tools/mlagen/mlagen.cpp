@@ -3,18 +3,23 @@
 //   mlagen [variants.mlir] [--arch=gfx942,gfx950,sm_90a] [-o mlagen-bundle]
 //          [--variant="prefill qk=192 v=128 ..."]... [--print-source] [-j N]
 //          [--compiler=auto|nvrtc|hiprtc|clang]
+//   mlagen cache list|verify|prune [--dir=D] [--remove] [--max-size=BYTES]
 //
 // With no variants file and no --variant, builds the default variant set.
+// `cache` works on the JIT cache (mlagen/Runtime/CacheAdmin.h).
 //
 //===----------------------------------------------------------------------===//
 #include "mlagen/Bundle/Bundle.h"
 #include "mlagen/Compiler/Pipeline.h"
+#include "mlagen/Runtime/CacheAdmin.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <ctime>
 #include <thread>
 #include <unistd.h>
 
@@ -45,14 +50,120 @@ static cl::opt<mlagen::CompilerKind> compiler(
 static cl::opt<unsigned> jobs("j", cl::init(0),
                               cl::desc("Parallel compiles (0: cores)"));
 
+static cl::SubCommand cacheCommand(
+    "cache", "List, verify or prune the JIT kernel cache:\n"
+             "  list    entries: key, arch, size, last use, signature\n"
+             "  verify  check every entry's checksum and key\n"
+             "  prune   remove corrupt entries and stale temp/lock/index "
+             "files, then\n          least recently used entries down to "
+             "--max-size");
+static cl::opt<std::string> cacheAction(cl::Positional, cl::Required,
+                                        cl::sub(cacheCommand),
+                                        cl::desc("list|verify|prune"));
+static cl::opt<std::string>
+    cacheDir("dir", cl::sub(cacheCommand),
+             cl::desc("Cache root (default: $MLAGEN_CACHE_DIR, "
+                      "$XDG_CACHE_HOME/mlagen or ~/.cache/mlagen)"));
+static cl::opt<bool> removeCorrupt(
+    "remove", cl::sub(cacheCommand),
+    cl::desc("verify: remove corrupt entries and stale files"));
+static cl::opt<std::string>
+    maxSize("max-size", cl::sub(cacheCommand),
+            cl::desc("prune: keep at most this many bytes of entries "
+                     "(suffixes K, M, G: powers of 1024)"));
+
 static int fail(const mlagen::Status &status) {
   errs() << "mlagen: error: " << status.toString() << "\n";
   return 1;
 }
 
+// "1048576", "512K", "100M", "2G".
+static bool parseByteCount(StringRef text, uint64_t &out) {
+  uint64_t unit = 1;
+  if (!text.empty())
+    switch (llvm::toUpper(text.back())) {
+    case 'K': unit = 1ull << 10; break;
+    case 'M': unit = 1ull << 20; break;
+    case 'G': unit = 1ull << 30; break;
+    }
+  if (unit != 1)
+    text = text.drop_back();
+  uint64_t value;
+  if (text.getAsInteger(10, value) || value > UINT64_MAX / unit)
+    return false;
+  out = value * unit;
+  return true;
+}
+
+static std::string formatTime(int64_t seconds) {
+  std::time_t time = static_cast<std::time_t>(seconds);
+  std::tm local;
+  char text[32];
+  if (!localtime_r(&time, &local) ||
+      !std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S", &local))
+    return "?";
+  return text;
+}
+
+static int runCacheCommand() {
+  std::string root = mlagen::resolveCacheRoot(cacheDir);
+  if (cacheAction == "list" || (cacheAction == "verify" && !removeCorrupt)) {
+    mlagen::CacheScan scan;
+    if (mlagen::Status s = mlagen::scanCache(root, scan); !s)
+      return fail(s);
+    size_t corrupt = 0;
+    for (const mlagen::CachedKernelInfo &entry : scan.entries) {
+      corrupt += !entry.intact;
+      if (cacheAction == "list")
+        outs() << entry.key << "  "
+               << (entry.intact ? mlagen::archName(entry.arch) : "?") << "  "
+               << entry.sizeBytes << "  " << formatTime(entry.lastUse)
+               << "  "
+               << (entry.intact ? entry.signature : "CORRUPT: " + entry.problem)
+               << "\n";
+      else if (!entry.intact)
+        outs() << "corrupt: " << entry.path << ": " << entry.problem << "\n";
+    }
+    for (const std::string &path : scan.staleFiles)
+      if (cacheAction == "verify")
+        outs() << "stale: " << path << "\n";
+    outs() << scan.entries.size() << " entries, " << scan.entryBytes
+           << " bytes, " << corrupt << " corrupt, " << scan.staleFiles.size()
+           << " stale files in " << scan.directory << "\n";
+    // verify fails while a corrupt entry is left.
+    return cacheAction == "verify" && corrupt ? 1 : 0;
+  }
+  if (cacheAction != "verify" && cacheAction != "prune")
+    return fail({mlagen::StatusCode::InvalidArgument,
+                 "unknown cache action '" + cacheAction +
+                     "' (expected list, verify or prune)"});
+  mlagen::CacheCleanOptions options;
+  if (cacheAction == "prune" && !maxSize.empty()) {
+    uint64_t bytes;
+    if (!parseByteCount(maxSize, bytes))
+      return fail({mlagen::StatusCode::InvalidArgument,
+                   "--max-size=" + maxSize +
+                       " is not a byte count (e.g. 1048576, 512K, 100M, 2G)"});
+    options.maxBytes = bytes;
+  }
+  mlagen::CacheCleanReport report;
+  mlagen::Status status = mlagen::cleanCache(root, options, report);
+  for (const std::string &path : report.removedEntries)
+    outs() << "removed " << path << "\n";
+  for (const std::string &path : report.removedFiles)
+    outs() << "removed " << path << "\n";
+  outs() << "removed " << report.removedEntries.size() << " entries ("
+         << report.bytesFreed << " bytes) and " << report.removedFiles.size()
+         << " stale files; " << report.entryBytesLeft
+         << " bytes of entries left\n";
+  return status ? 0 : fail(status);
+}
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::ParseCommandLineOptions(argc, argv, "mlagen ahead-of-time kernel builder\n");
+  if (cacheCommand)
+    return runCacheCommand();
 
   std::vector<mlagen::Arch> archs;
   for (const std::string &name : archList.empty()

@@ -33,17 +33,17 @@ namespace mlagen {
 mlir::OwningOpRef<mlir::ModuleOp> buildVariantModule(mlir::MLIRContext &context,
                                                      const Signature &sig);
 
-/// Appends one Signature per mla.prefill of `module`, in order (the input of
-/// `mlagen build variants.mlir`); a variant with no arch gives one per arch
-/// of `defaultArchs`. Appends none if a variant has no arch and there are no
-/// defaults, or if a Signature cannot describe it (a paged layout).
+/// Appends one Signature per mla.prefill and mla.decode of `module`, in
+/// order (the input of `mlagen build variants.mlir`); a variant with no arch
+/// gives one per arch of `defaultArchs`. Appends none if a variant has no
+/// arch and there are no defaults, or if it is a paged prefill.
 Status signaturesFromModule(mlir::ModuleOp module,
                             std::vector<Signature> &signatures,
                             llvm::ArrayRef<Arch> defaultArchs = {});
 
-/// Parses a variants file (a module of mla.prefill ops) and appends its
-/// signatures as signaturesFromModule does; parse and verifier errors become
-/// an InvalidSignature status naming the file and line.
+/// Parses a variants file (a module of mla.prefill and mla.decode ops) and
+/// appends its signatures as signaturesFromModule does; parse and verifier
+/// errors become an InvalidSignature status naming the file and line.
 Status loadVariantFile(const std::string &path,
                        llvm::ArrayRef<Arch> defaultArchs,
                        std::vector<Signature> &signatures);

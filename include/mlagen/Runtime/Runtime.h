@@ -10,7 +10,7 @@
 // it once: in this process, and across processes sharing the cache directory
 // (through a file lock released if its holder dies). A Kernel is immutable
 // and valid until its Runtime is destroyed; synchronize the streams that use
-// it first. runPrefill never blocks the host on the device.
+// it first. runPrefill and runDecode never block the host on the device.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLAGEN_RUNTIME_RUNTIME_H
@@ -43,15 +43,25 @@ struct RuntimeOptions {
   std::shared_ptr<SourceGenerator> generator;
   // AOT bundles, consulted in order before the disk cache.
   std::vector<std::shared_ptr<const PrebuiltKernels>> prebuilt;
+  // Bundle directories written by `mlagen` (manifest.json + code objects),
+  // opened by create() and consulted after `prebuilt`; then those named by
+  // $MLAGEN_BUNDLE_PATH (colon-separated). A malformed bundle named here
+  // fails create(); one named by the variable is skipped with a warning, as
+  // is a bundle of another format, or with no kernel for the device's arch.
+  // A runtime with a generator also skips bundled kernels that another
+  // generator or compiler built (see PrebuiltKernels.h).
+  std::vector<std::string> bundlePaths;
   BackendKind backend = BackendKind::Auto;
   int device = 0; // one Runtime per device
   CompilerKind compiler = CompilerKind::Auto;
   // Empty: $MLAGEN_CACHE_DIR, else $XDG_CACHE_HOME/mlagen, else
-  // ~/.cache/mlagen. Entries live in a versioned subdirectory (v1/).
+  // ~/.cache/mlagen. Entries live in a versioned subdirectory (v2/).
   std::string cacheDir;
   bool diskCache = true;
   // Receives each warning (a cache that degraded to memory, a corrupt entry
-  // rebuilt). Default: one line on stderr. Called from any thread.
+  // rebuilt, a bundle skipped). Default: one line on stderr. Called from any
+  // thread. $MLAGEN_LOG=debug|info|warn|off sets what else goes to stderr:
+  // info adds cache and bundle decisions and compile times.
   std::function<void(const std::string &)> onWarning;
 };
 
@@ -63,8 +73,17 @@ struct CodeObject {
   int threadsPerBlock = 0;
   int sharedBytes = 0;  // dynamic shared memory per block
   int tileQ = 0;        // query rows per block
+  // Decode: keys per inner step, q heads after padding, and the kernels
+  // launched after entryName (see GeneratedKernel).
+  int tileK = 0;
+  int paddedHeads = 0;
+  std::vector<KernelEntry> extraEntries;
   std::string cacheKey; // 32 hex digits: XXH3-128 of signature, generator,
                         // compiler and flags; names the disk entry
+  // What built it; empty when a PrebuiltKernels does not say.
+  std::string generatorIdentity; // SourceGenerator::identity()
+  std::string compilerIdentity;  // "nvrtc 13.0", "clang version 22..."
+  std::string compilerFlags;
 };
 
 // A kernel loaded on the runtime's device; owned by the Runtime.
@@ -100,6 +119,43 @@ struct PrefillArgs {
   void *stream = nullptr;    // cudaStream_t or hipStream_t; null: default
 };
 
+// One absorbed MLA decode step (templates/DECODE_CONTRACT.md). Pointers are
+// device memory, strides are in elements; 0 selects the contiguous stride.
+struct DecodeArgs {
+  const void *q = nullptr;       // [batch, q_len, num_q_heads, head_dim_qk]
+  const void *kvCache = nullptr; // [num_blocks, page_size, head_dim_qk]
+  void *out = nullptr;           // [batch, q_len, num_q_heads, head_dim_v]
+  float *lse = nullptr; // [batch, q_len, num_q_heads], contiguous; null: none
+  const int *blockTable = nullptr; // [batch, blockTableStride] page ids
+  int blockTableStride = 0;        // > 0
+  const int *seqLens = nullptr;    // [batch] keys, the q_len new ones included
+  int batch = 0;                   // 0: nothing to launch
+  // Must equal the kernel's: a mismatched tensor is caught here, not as
+  // wrong numbers.
+  int qLen = 0;
+  int numQHeads = 0;
+  // The plan, copied to the device; DecodePlanner::bindPlan fills these.
+  const int *work = nullptr;    // int4 [workCapacity], 16-byte aligned
+  const int *numWork = nullptr; // int [1]
+  const int *merge = nullptr;   // int2 [maxBatch]
+  int workCapacity = 0;         // grid.x of mlagen_decode
+  int maxBatch = 0;             // capacity of merge: batch <= maxBatch
+  // fp32 [slots, q_len * padded heads, head_dim_v] and [slots, rows]
+  float *partialOut = nullptr;
+  float *partialLse = nullptr;
+  int64_t qBatchStride = 0, qTokenStride = 0, qHeadStride = 0;
+  int64_t outBatchStride = 0, outTokenStride = 0, outHeadStride = 0;
+  int64_t kvBlockStride = 0, kvTokenStride = 0;
+  // Required: absorbed MLA scales by the unabsorbed head dim (DeepSeek-V3:
+  // 1/sqrt(192)), which the kernel cannot infer from 576.
+  float softmaxScale = 0.0f;
+  // Reserved for a checked mode that verifies on the device what the host
+  // cannot see without a sync (seq_lens against the pages of block_table,
+  // page ids against the cache). Not implemented: true gives Unsupported.
+  bool checked = false;
+  void *stream = nullptr; // cudaStream_t or hipStream_t; null: default
+};
+
 class Runtime {
 public:
   static Status create(RuntimeOptions options, std::unique_ptr<Runtime> &out);
@@ -122,6 +178,12 @@ public:
   // lse=1 skips the LSE write when args.lse is null (the kernel checks);
   // with lse=0 args.lse is ignored.
   virtual Status runPrefill(const Kernel &kernel, const PrefillArgs &args) = 0;
+  // Checks `args` and enqueues mlagen_decode, grid (workCapacity,
+  // ceil(q_len * padded heads / tileQ)), then mlagen_decode_reduce, grid
+  // (batch, ceil(rows / its rowsPerBlock)), on args.stream. Reads the plan
+  // from device memory only, so the two launches can be captured in a
+  // graph. lse as for runPrefill.
+  virtual Status runDecode(const Kernel &kernel, const DecodeArgs &args) = 0;
 };
 
 } // namespace mlagen

@@ -5,6 +5,13 @@
 // layout, an optional pinned tile and the target arch. It holds no MLIR
 // types; the compiler library turns it into an `mla` module.
 //
+// Two ops share it. Prefill (varlen flash attention) uses the fields up to
+// tileQ; absorbed MLA decode over a paged latent cache (DECODE_CONTRACT.md)
+// uses qk/v, hq, mask (causal), lse, dtypes and the decode fields. A field
+// the op does not use keeps the value its op's defaults give it (prefill's
+// decode fields 0; decode's hkv 1 and layout paged, see Signature::decode()),
+// so that one kernel has exactly one Signature and one cache key.
+//
 //===----------------------------------------------------------------------===//
 #ifndef MLAGEN_RUNTIME_SIGNATURE_H
 #define MLAGEN_RUNTIME_SIGNATURE_H
@@ -15,10 +22,12 @@
 
 namespace mlagen {
 
-enum class OpKind { Prefill };
+enum class OpKind { Prefill, Decode };
 enum class DType { BF16, FP16, FP8E4M3 };
 enum class Mask { None, Causal };
-enum class KVLayout { Varlen };
+// Varlen: sequences back to back (prefill). Paged: fixed-size pages reached
+// through a block table (decode).
+enum class KVLayout { Varlen, Paged };
 
 // The GPU targets mlagen knows. The spelling is the compiler's
 // (--offload-arch=gfx942, --gpu-architecture=sm_90a).
@@ -53,8 +62,26 @@ struct Signature {
   int tileQ = 0;
   Arch arch = Arch::SM90A;
 
-  // One line, every field, fixed order: the basis of the cache key and the
-  // form `mlagen` prints. Stable across releases of the same cache format.
+  // Decode only; prefill leaves them 0 / false.
+  int qLen = 0;         // query tokens per request: 1, or up to 8 (MTP)
+  int pageSize = 0;     // keys per cache page: a power of two in [1, 256]
+  // Fixed split-KV chunk boundaries, so a request's result does not depend
+  // on the batch or the GPU's size (the planner's side of it).
+  bool batchInvariant = false;
+  int tileK = 0;        // keys per inner step; 0 lets select-tiling choose
+
+  // Absorbed MLA decode with DeepSeek-V3's shape: qk 576 (512 latent + 64
+  // rope), v 512, one latent kv head, paged, causal within the q tokens;
+  // 16 heads, q_len 1, page 64, bf16, LSE on.
+  static Signature decode();
+
+  // One line, every field of the op, fixed order: the basis of the cache key
+  // and the form `mlagen` prints. Stable across releases of the same cache
+  // format. Prefill: "prefill qk=192 v=128 hq=16 hkv=16 mask=causal
+  // window=-1,-1 softcap=0 lse=1 q=bf16 kv=bf16 out=bf16 layout=varlen
+  // tile_q=0 arch=sm_90a"; decode: "decode qk=576 v=512 hq=16 q_len=1
+  // page=64 mask=causal lse=1 q=bf16 kv=bf16 out=bf16 batch_invariant=0
+  // tile_k=0 arch=sm_90a".
   std::string canonical() const;
 
   // Checks every rule a host app can break; the message names the field.
@@ -63,9 +90,11 @@ struct Signature {
   bool operator==(const Signature &) const = default;
 };
 
-// Parses the canonical() form back ("prefill qk=192 v=128 ..."). qk, v, hq,
-// hkv, mask and arch are required; the others default as above. Unknown
-// or malformed fields give InvalidSignature naming them.
+// Parses the canonical() form back ("prefill qk=192 v=128 ..."). Prefill:
+// qk, v, hq, hkv, mask and arch are required; decode: qk, v, hq, q_len,
+// page and arch. The others default as above (decode: as
+// Signature::decode()). Unknown or malformed fields, and fields of the other
+// op, give InvalidSignature naming them.
 Status parseSignature(const std::string &text, Signature &out);
 
 } // namespace mlagen

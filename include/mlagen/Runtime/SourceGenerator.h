@@ -12,8 +12,19 @@
 #include "mlagen/Runtime/Status.h"
 
 #include <string>
+#include <vector>
 
 namespace mlagen {
+
+// A further extern "C" kernel of the same code object, launched after the
+// first on the same stream (decode: mlagen_decode_reduce).
+struct KernelEntry {
+  std::string name;
+  int threadsPerBlock = 0;
+  int sharedBytes = 0;  // dynamic shared memory per block
+  int rowsPerBlock = 0; // q rows (token x head) one block covers
+  bool operator==(const KernelEntry &) const = default;
+};
 
 // Self-contained device source and the launch geometry the passes chose.
 struct GeneratedKernel {
@@ -21,7 +32,14 @@ struct GeneratedKernel {
   std::string entryName;  // extern "C" __global__ function
   int threadsPerBlock = 0;
   int sharedBytes = 0;    // dynamic shared memory per block
-  int tileQ = 0;          // query rows per block (grid.x = ceil(max_q/tileQ))
+  // Query rows per block. Prefill: grid.x = ceil(max_q / tileQ); decode:
+  // rows (q_len x padded heads) per block, grid.y = ceil(rows / tileQ).
+  int tileQ = 0;
+  // Decode (DECODE_CONTRACT.md): keys per inner step, the planner's chunk
+  // granularity, and the q heads the kernel computes (AMD pads them to 16).
+  int tileK = 0;
+  int paddedHeads = 0;
+  std::vector<KernelEntry> extraEntries;
 };
 
 class SourceGenerator {

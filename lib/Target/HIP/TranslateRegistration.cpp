@@ -8,7 +8,8 @@ using namespace mlir;
 
 void mlagen::registerMLAToHIPTranslation() {
   static TranslateFromMLIRRegistration registration(
-      "mla-to-hip", "print a prepared mla.prefill as a HIP translation unit",
+      "mla-to-hip",
+      "print a prepared mla.prefill or mla.decode as a HIP translation unit",
       [](Operation *op, raw_ostream &os) -> LogicalResult {
         auto module = dyn_cast<ModuleOp>(op);
         if (!module)

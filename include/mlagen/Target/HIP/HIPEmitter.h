@@ -15,6 +15,7 @@
 
 namespace mlagen {
 namespace mla {
+class DecodeOp;
 class PrefillOp;
 } // namespace mla
 
@@ -22,7 +23,11 @@ class PrefillOp;
 /// translation unit defining the kernel `launch.entry`.
 mlir::LogicalResult emitHIP(mla::PrefillOp op, llvm::raw_ostream &os);
 
-/// Prints the single mla.prefill of `module`.
+/// Prints `op` (templates/DECODE_CONTRACT.md): one translation unit
+/// defining `launch.entry` and `reduce_launch.entry`.
+mlir::LogicalResult emitHIP(mla::DecodeOp op, llvm::raw_ostream &os);
+
+/// Prints the single variant (mla.prefill or mla.decode) of `module`.
 mlir::LogicalResult emitHIP(mlir::ModuleOp module, llvm::raw_ostream &os);
 
 /// Registers `--mla-to-hip` with mlir-translate.

@@ -60,6 +60,29 @@ LogicalResult TilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult
+DecodeTilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         int32_t heads, int32_t headsPerBlock, int32_t tileK,
+                         int32_t warps, int32_t waveSize, int32_t stages) {
+  for (auto [name, value] : {std::pair{"heads", heads},
+                             {"heads_per_block", headsPerBlock},
+                             {"tile_k", tileK},
+                             {"warps", warps},
+                             {"stages", stages}})
+    if (value <= 0)
+      return emitError() << "decode_tiling '" << name
+                         << "' must be positive, got " << value;
+  if (waveSize != 32 && waveSize != 64)
+    return emitError() << "decode_tiling 'wave_size' must be 32 or 64, got "
+                       << waveSize;
+  // The kernel's q rows and keys come in 16-row MMA tiles.
+  if (headsPerBlock % 16 != 0 || tileK % 16 != 0)
+    return emitError() << "decode_tiling 'heads_per_block' (" << headsPerBlock
+                       << ") and 'tile_k' (" << tileK
+                       << ") must be multiples of 16";
+  return success();
+}
+
 LogicalResult LaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  StringRef entry, int32_t threads,
                                  int32_t sharedBytes) {

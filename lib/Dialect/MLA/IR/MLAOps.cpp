@@ -97,3 +97,77 @@ LogicalResult PrefillOp::verify() {
   }
   return success();
 }
+
+int32_t DecodeOp::getRows() {
+  DecodeTilingAttr tiling = getTilingAttr();
+  return getQLen() * (tiling ? tiling.getHeads() : getQHeads());
+}
+
+int32_t DecodeOp::getReduceRowsPerBlock() {
+  LaunchAttr reduce = getReduceLaunchAttr();
+  return reduce ? reduce.getThreads() / 128 : 0;
+}
+
+LogicalResult DecodeOp::verify() {
+  auto checkMultipleOf16 = [&](StringRef field, int32_t value,
+                               int32_t max) -> LogicalResult {
+    if (value >= 16 && value <= max && value % 16 == 0)
+      return success();
+    return emitOpError() << "'" << field
+                         << "' must be a multiple of 16 in [16, " << max
+                         << "], got " << value;
+  };
+  if (failed(checkMultipleOf16("qk_head_dim", getQkHeadDim(), 576)) ||
+      failed(checkMultipleOf16("v_head_dim", getVHeadDim(), 512)))
+    return failure();
+  if (getVHeadDim() > getQkHeadDim())
+    return emitOpError() << "'v_head_dim' (" << getVHeadDim()
+                         << ") must be <= 'qk_head_dim' (" << getQkHeadDim()
+                         << "): V is the first v_head_dim columns of the "
+                            "latent cache";
+  // The cache may be fp8 (dequantised on load); q and out are 16-bit.
+  for (auto [field, type] :
+       {std::pair{"q_type", getQType()}, {"out_type", getOutType()}})
+    if (type == DType::F8E4M3)
+      return emitOpError() << "'" << field << "' must be bf16 or f16, got "
+                           << stringifyDType(type);
+  if (std::optional<int32_t> tileK = getTileK())
+    if (failed(checkMultipleOf16("tile_k", *tileK, 256)))
+      return failure();
+
+  DecodeTilingAttr tiling = getTilingAttr();
+  if (tiling) {
+    if (!getArch())
+      return emitOpError() << "'tiling' requires 'arch': a tiling is chosen "
+                              "for a target";
+    int32_t heads = tiling.getHeads();
+    if (heads < getQHeads() || heads % getQHeads() != 0)
+      return emitOpError() << "'tiling' heads (" << heads
+                           << ") must be a multiple of 'q_heads' ("
+                           << getQHeads() << "): padding repeats whole heads";
+    if (std::optional<int32_t> tileK = getTileK();
+        tileK && *tileK != tiling.getTileK())
+      return emitOpError() << "'tiling' tile_k (" << tiling.getTileK()
+                           << ") must equal the pinned 'tile_k' (" << *tileK
+                           << ")";
+  }
+
+  LaunchAttr launch = getLaunchAttr(), reduce = getReduceLaunchAttr();
+  if ((launch || reduce) && !tiling)
+    return emitOpError() << "'launch' and 'reduce_launch' require 'tiling'";
+  if (launch) {
+    int32_t threads = tiling.getWarps() * tiling.getWaveSize();
+    if (launch.getThreads() != threads)
+      return emitOpError() << "'launch' threads (" << launch.getThreads()
+                           << ") must equal the tiling's warps * wave_size ("
+                           << threads << ")";
+  }
+  if (reduce && reduce.getThreads() % 128 != 0)
+    return emitOpError() << "'reduce_launch' threads (" << reduce.getThreads()
+                         << ") must be a multiple of 128: the reduce gives "
+                            "each q row 128 threads";
+  if (static_cast<bool>(launch) != static_cast<bool>(reduce))
+    return emitOpError() << "'launch' and 'reduce_launch' come together: "
+                            "one code object holds both kernels";
+  return success();
+}

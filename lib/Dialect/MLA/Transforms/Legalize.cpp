@@ -1,4 +1,5 @@
 //===- Legalize.cpp - canonical, emittable variants -----------------------===//
+#include "DecodeSupport.h"
 #include "PrefillSupport.h"
 
 #include "mlagen/Dialect/MLA/Transforms/Passes.h"
@@ -45,6 +46,10 @@ struct LegalizePass : mlagen::mla::impl::MLALegalizePassBase<LegalizePass> {
       canonicalizeWindow(op);
       canonicalizeSoftCap(op);
     }
+    // A decode variant has no optional field with two spellings.
+    for (DecodeOp op : getOperation().getOps<DecodeOp>())
+      if (failed(checkDecodeSupported(op)))
+        signalPassFailure();
   }
 };
 

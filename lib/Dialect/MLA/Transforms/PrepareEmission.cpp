@@ -1,4 +1,5 @@
 //===- PrepareEmission.cpp - everything the HIP emitter prints ------------===//
+#include "DecodeSupport.h"
 #include "PrefillSupport.h"
 #include "TargetTable.h"
 
@@ -58,10 +59,36 @@ LogicalResult prepareForEmission(PrefillOp op) {
   return success();
 }
 
+LogicalResult prepareForEmission(DecodeOp op) {
+  if (failed(checkDecodeSupported(op)))
+    return failure();
+  DecodeTilingAttr tiling = op.getTilingAttr();
+  if (!tiling)
+    return op.emitOpError()
+           << "has no 'tiling': run mla-select-tiling before emission";
+  // The verifier guarantees an arch wherever there is a tiling; a tiling
+  // written by hand is held to the kernel's rules like a chosen one.
+  const TargetInfo &target = getTargetInfo(*op.getArch());
+  if (failed(checkDecodeTiling(op, tiling, target)))
+    return failure();
+
+  MLIRContext *ctx = op.getContext();
+  const int32_t threads = tiling.getWarps() * tiling.getWaveSize();
+  op.setLaunchAttr(LaunchAttr::get(ctx, kDecodeEntry, threads,
+                                   getDecodeSharedBytes(op, tiling, target)));
+  // The reduce runs the same block size, a row per 128 threads, and
+  // needs no shared memory.
+  op.setReduceLaunchAttr(LaunchAttr::get(ctx, kDecodeReduceEntry, threads, 0));
+  return success();
+}
+
 struct PrepareEmissionPass
     : mlagen::mla::impl::MLAPrepareEmissionPassBase<PrepareEmissionPass> {
   void runOnOperation() override {
     for (PrefillOp op : getOperation().getOps<PrefillOp>())
+      if (failed(prepareForEmission(op)))
+        signalPassFailure();
+    for (DecodeOp op : getOperation().getOps<DecodeOp>())
       if (failed(prepareForEmission(op)))
         signalPassFailure();
   }

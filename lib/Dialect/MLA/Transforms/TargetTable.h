@@ -14,6 +14,16 @@ struct MMAShape {
   bool operator==(const MMAShape &) const = default;
 };
 
+/// The absorbed MLA decode tiling select-tiling starts from before
+/// shrinking it to fit shared memory (templates/DECODE_CONTRACT.md).
+struct DecodeTarget {
+  int32_t tileK, stages, warps;
+  int32_t maxHeadsPerBlock; // q rows a block owns, at most
+  // Decode q heads are padded to a multiple of this (AMD: 16, its MFMA
+  // tile and what its engines expect); 1 pads nothing.
+  int32_t headQuantum;
+};
+
 struct TargetInfo {
   Arch arch;
   int32_t waveSize;         // threads per warp or wavefront
@@ -22,6 +32,7 @@ struct TargetInfo {
   // The prefill tiling select-tiling starts from before shrinking it to fit
   // shared memory; warps follow as tileQ / mma.m.
   int32_t tileQ, tileK, stages;
+  DecodeTarget decode;
 };
 
 const TargetInfo &getTargetInfo(Arch arch);

@@ -20,6 +20,19 @@ def MLA_IntAttr : TypedSignlessIntegerAttrBase<I32, "int32_t",
   let convertFromStorage = "static_cast<int32_t>($_self.getInt())";
 }
 
+// Range constraints whose summary states the rule in one phrase.
+class MLA_IntInRange<int lo, int hi> : AttrConstraint<
+    CPred<"::llvm::cast<::mlir::IntegerAttr>($_self).getInt() >= " # lo #
+          " && ::llvm::cast<::mlir::IntegerAttr>($_self).getInt() <= " # hi>,
+    "whose value is in [" # lo # ", " # hi # "]">;
+
+class MLA_IntPowerOf2UpTo<int hi> : AttrConstraint<
+    CPred<"::llvm::cast<::mlir::IntegerAttr>($_self).getInt() >= 1 && "
+          "::llvm::cast<::mlir::IntegerAttr>($_self).getInt() <= " # hi #
+          " && ::llvm::isPowerOf2_64(::llvm::cast<::mlir::IntegerAttr>("
+          "$_self).getInt())">,
+    "whose value is a power of two in [1, " # hi # "]">;
+
 def MLA_WindowAttr : MLA_Attr<"Window", "window"> {
   let summary = "sliding window around the diagonal";
   let description = [{
@@ -57,6 +70,28 @@ def MLA_TilingAttr : MLA_Attr<"Tiling", "tiling"> {
                         "int32_t":$warps, "int32_t":$wave_size,
                         "int32_t":$stages, "int32_t":$mma_m,
                         "int32_t":$mma_n, "int32_t":$mma_k);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def MLA_DecodeTilingAttr : MLA_Attr<"DecodeTiling", "decode_tiling"> {
+  let summary = "how an absorbed MLA decode variant is split over blocks";
+  let description = [{
+    Chosen by mla-select-tiling from the target table. `heads` is the q head
+    count the kernel computes: q_heads, or on AMD q_heads padded to 16. A
+    block owns `heads_per_block` of a request's q rows (q_len x heads, 16 per
+    MMA tile) and reads its keys `tile_k` at a time through `stages`
+    shared-memory buffers with `warps` warps (NVIDIA) or wavefronts (CDNA)
+    of `wave_size` lanes.
+
+    ```mlir
+    #mla.decode_tiling<heads = 16, heads_per_block = 16, tile_k = 64,
+                       warps = 8, wave_size = 32, stages = 2>
+    ```
+  }];
+  let parameters = (ins "int32_t":$heads, "int32_t":$heads_per_block,
+                        "int32_t":$tile_k, "int32_t":$warps,
+                        "int32_t":$wave_size, "int32_t":$stages);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -82,4 +82,76 @@ def MLA_PrefillOp : MLA_Op<"prefill", [
   }];
 }
 
+def MLA_DecodeOp : MLA_Op<"decode", [
+    Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "an absorbed MLA decode kernel variant over a paged cache";
+  let description = [{
+    One decode kernel (templates/DECODE_CONTRACT.md): every q head attends
+    to one latent kv head of qk_head_dim columns read through a block table
+    from a cache of `page_size`-key pages; V is the first v_head_dim columns
+    of the same rows (DeepSeek: 576 = 512 latent + 64 rope, V 512). A
+    request brings q_len query tokens (1, or up to 8 for speculative
+    decoding), causal among themselves. The keys are split into chunks by a
+    host planner; `batch_invariant` asks it for fixed chunk boundaries.
+
+    ```mlir
+    mla.decode @deepseek_v3_tp8 qk_head_dim = 576, v_head_dim = 512,
+        q_heads = 16, q_len = 1, page_size = 64, lse, arch = sm_90a,
+        q_type = bf16, kv_type = bf16, out_type = bf16
+    ```
+
+    `tile_k` present pins the keys per step; `arch` absent takes the target
+    of mla-select-tiling, which sets `tiling` (and pads q heads on AMD);
+    mla-prepare-emission sets `launch` (mlagen_decode) and `reduce_launch`
+    (mlagen_decode_reduce). The kv cache may be f8E4M3; q and out are 16-bit.
+  }];
+
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    MLA_IntAttr:$qk_head_dim,
+    MLA_IntAttr:$v_head_dim,
+    ConfinedAttr<MLA_IntAttr, [MLA_IntInRange<1, 128>]>:$q_heads,
+    ConfinedAttr<MLA_IntAttr, [MLA_IntInRange<1, 8>]>:$q_len,
+    ConfinedAttr<MLA_IntAttr, [MLA_IntPowerOf2UpTo<256>]>:$page_size,
+    UnitAttr:$lse,
+    UnitAttr:$batch_invariant,
+    OptionalAttr<MLA_IntAttr>:$tile_k,
+    OptionalAttr<MLA_ArchAttr>:$arch,
+    OptionalAttr<MLA_DecodeTilingAttr>:$tiling,
+    OptionalAttr<MLA_LaunchAttr>:$launch,
+    OptionalAttr<MLA_LaunchAttr>:$reduce_launch,
+    MLA_DTypeAttr:$q_type,
+    MLA_DTypeAttr:$kv_type,
+    MLA_DTypeAttr:$out_type
+  );
+
+  let assemblyFormat = [{
+    $sym_name
+    `qk_head_dim` `=` $qk_head_dim `,` `v_head_dim` `=` $v_head_dim `,`
+    `q_heads` `=` $q_heads `,` `q_len` `=` $q_len `,`
+    `page_size` `=` $page_size `,`
+    (`lse` $lse^ `,`)?
+    (`batch_invariant` $batch_invariant^ `,`)?
+    (`tile_k` `=` $tile_k^ `,`)?
+    (`arch` `=` `` $arch^ `,`)?
+    (`tiling` `=` $tiling^ `,`)?
+    (`launch` `=` $launch^ `,`)?
+    (`reduce_launch` `=` $reduce_launch^ `,`)?
+    `q_type` `=` `` $q_type `,` `kv_type` `=` `` $kv_type `,`
+    `out_type` `=` `` $out_type
+    attr-dict
+  }];
+
+  let hasVerifier = 1;
+
+  let extraClassDeclaration = [{
+    /// q rows of one request the kernel computes: q_len x the tiling's
+    /// heads (q_heads before select-tiling).
+    int32_t getRows();
+    /// Rows one block of mlagen_decode_reduce merges: the kernel gives each
+    /// row 128 threads (DECODE_CONTRACT.md). 0 without a reduce_launch.
+    int32_t getReduceRowsPerBlock();
+  }];
+}
+
 #endif // MLAGEN_DIALECT_MLA_IR_MLAOPS_TD

@@ -17,7 +17,8 @@ def MLALegalizePass : Pass<"mla-legalize", "::mlir::ModuleOp"> {
     (causality already bounds it there), a window of (-1, -1) and a soft cap
     of 0 are removed (absent means off). Rejects, naming the op and field,
     what no template implements yet: fp8 prefill, paged prefill, k/v or
-    output dtypes that differ from q.
+    output dtypes that differ from q; for decode an fp8 cache, cache or
+    output dtypes that differ from q, head dims other than 576/512.
   }];
   let dependentDialects = ["::mlagen::mla::MLADialect"];
 }
@@ -31,6 +32,12 @@ def MLASelectTilingPass : Pass<"mla-select-tiling", "::mlir::ModuleOp"> {
     tile_q is kept, or the variant is rejected if no tiling around it fits.
     Sets `arch` from the option where the variant has none, and `tiling`.
     A variant that already has a tiling keeps it.
+
+    Decode: pads q heads to the target's quantum (AMD: 16; a count that
+    neither divides 16 nor is a multiple of it is refused), gives a block
+    up to the target's rows (q_len x heads, 16 times a power of two), and
+    shrinks stages, then tile_k, then rows per block to fit shared memory;
+    a pinned tile_k is kept.
   }];
   let options = [
     Option<"arch", "arch", "std::string", /*default=*/"\"\"",
@@ -46,7 +53,9 @@ def MLAPrepareEmissionPass : Pass<"mla-prepare-emission",
   let description = [{
     Checks that each variant is complete (arch, tiling) and fits its target,
     then attaches `#mla.launch`: the kernel entry point the template defines,
-    threads per block (warps * wave size) and dynamic shared memory.
+    threads per block (warps * wave size) and dynamic shared memory. A
+    decode variant also gets `reduce_launch` (mlagen_decode_reduce: the same
+    threads, no shared memory).
   }];
   let dependentDialects = ["::mlagen::mla::MLADialect"];
 }

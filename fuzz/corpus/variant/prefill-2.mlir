@@ -1,0 +1,1 @@
+mla.prefill @fp8 qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads = 16, mask = causal, arch = sm_90a, tiling = <tile_q = 128, tile_k = 64, warps = 8, wave_size = 32, stages = 2, mma_m = 16, mma_n = 8, mma_k = 16>, q_type = f8E4M3, kv_type = f8E4M3, out_type = bf16, layout = varlen

@@ -1,0 +1,1 @@
+mla.prefill @gfx942 qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads = 16, mask = causal, lse, arch = gfx942, tiling = <tile_q = 64, tile_k = 32, warps = 4, wave_size = 64, stages = 1, mma_m = 16, mma_n = 16, mma_k = 16>, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen

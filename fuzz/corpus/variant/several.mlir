@@ -1,0 +1,4 @@
+mla.prefill @bidirectional_window qk_head_dim = 128, v_head_dim = 128, q_heads = 8, kv_heads = 8, mask = none, window = <left = 64, right = 64>, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+mla.prefill @fp8 qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads = 16, mask = causal, arch = sm_90a, tiling = <tile_q = 128, tile_k = 64, warps = 8, wave_size = 32, stages = 2, mma_m = 16, mma_n = 8, mma_k = 16>, q_type = f8E4M3, kv_type = f8E4M3, out_type = bf16, layout = varlen
+mla.prefill @gfx942 qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads = 16, mask = causal, lse, arch = gfx942, tiling = <tile_q = 64, tile_k = 32, warps = 4, wave_size = 64, stages = 1, mma_m = 16, mma_n = 16, mma_k = 16>, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+mla.prefill @mla_causal qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads = 16, mask = causal, lse, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen

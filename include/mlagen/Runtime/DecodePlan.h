@@ -1,0 +1,118 @@
+//===- DecodePlan.h - split-KV work lists for MLA decode ------*- C++ -*-===//
+//
+// Decode reads each request's keys in chunks, one block per chunk, so that a
+// few long requests still fill the GPU; a request cut into several chunks is
+// merged by LSE in a second kernel (templates/DECODE_CONTRACT.md). The
+// planner runs on the host before each step, on the sequence lengths the
+// engine holds there already (vLLM's seq_lens_cpu). It allocates nothing on
+// the device: it says how large the fixed device buffers must be, and the
+// host copies each plan into them, so the launches that read them can be
+// captured once in a CUDA/HIP graph and replayed:
+//
+//   DecodePlanner planner;                                   // at start-up
+//   DecodePlanner::create(*kernel, {.maxBatch = 256, .numSMs = 132}, planner);
+//   const DecodeBufferSizes &sizes = planner.sizes();
+//   // allocate once: plan (sizes.planInts int32, 16-byte aligned), pinned
+//   // host plan of the same size, partial_out (sizes.partialOutFloats),
+//   // partial_lse (sizes.partialLseFloats)
+//   DecodePlanSummary s;                                     // every step:
+//   planner.plan(seqLensHost, batch, hostPlan, sizes.planInts, &s);
+//   cudaMemcpyAsync(devicePlan, hostPlan, 4 * s.usedInts, H2D, stream);
+//   DecodeArgs args = {...};
+//   planner.bindPlan(devicePlan, partialOut, partialLse, args);
+//   runtime->runDecode(*kernel, args);                       // no host sync
+//
+// The plan is one int32 array (so one copy moves it):
+//   [0, 4)                          num_work, num_slots, batch, 0
+//   [mergeOffset, +2 * maxBatch)    merge: (first_slot, num_slots) per request
+//   [workOffset, +4 * workCapacity) work: (request, key_begin, key_end, slot)
+// Only [0, usedInts) of a plan is read by the kernels.
+//
+// Thread safety: a DecodePlanner is immutable after create(); plan() may run
+// on any number of threads at once.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLAGEN_RUNTIME_DECODEPLAN_H
+#define MLAGEN_RUNTIME_DECODEPLAN_H
+
+#include "mlagen/Runtime/Runtime.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace mlagen {
+
+struct DecodePlanOptions {
+  int maxBatch = 0; // requests per step, at most
+  int numSMs = 0;   // SMs (NVIDIA) or CUs (AMD) of the device
+  // Keys of the longest request. Batch-invariant kernels need it (> 0) to
+  // size the work list; otherwise optional: 0 is unbounded.
+  int64_t maxSeqLen = 0;
+  // Optional: keys of all requests of one step together (the cache's
+  // capacity, num_blocks * page_size); 0 is unknown. Bounds the buffers of
+  // batch-invariant kernels more tightly than maxBatch * maxSeqLen.
+  int64_t maxTotalKeys = 0;
+  // Balanced mode: no chunk is shorter than this (rounded up to tileK), so
+  // a chunk's partial write and merge stay small beside its key reads.
+  int minChunkKeys = 256;
+  // Batch-invariant mode: chunk boundaries at every multiple of this many
+  // keys, whatever the batch or the device. A multiple of the kernel's
+  // tileK.
+  int invariantChunkKeys = 1024;
+};
+
+// What the host allocates once, for any batch up to maxBatch.
+struct DecodeBufferSizes {
+  int workCapacity = 0; // work items: grid.x of mlagen_decode
+  int slotCapacity = 0; // partial results of split requests (>= 1)
+  int rows = 0;         // q rows per request: q_len * padded heads
+  int64_t planInts = 0; // int32 elements of the plan
+  int64_t mergeOffset = 4, workOffset = 0; // int32 offsets in the plan
+  int64_t partialOutFloats = 0;            // slotCapacity * rows * head_dim_v
+  int64_t partialLseFloats = 0;            // slotCapacity * rows
+};
+
+struct DecodePlanSummary {
+  int numWork = 0;       // work items (decode blocks that do work, per y)
+  int numSlots = 0;      // partial slots in use
+  int64_t chunkKeys = 0; // keys per chunk (the last of a request: fewer)
+  int64_t usedInts = 0;  // the prefix of the plan the kernels read
+};
+
+class DecodePlanner {
+public:
+  // `code` is the decode kernel's (Kernel::codeObject()): its tileK,
+  // padded heads and rows per block shape the plan.
+  static Status create(const Signature &sig, const CodeObject &code,
+                       const DecodePlanOptions &options, DecodePlanner &out);
+  static Status create(const Kernel &kernel, const DecodePlanOptions &options,
+                       DecodePlanner &out);
+
+  const DecodeBufferSizes &sizes() const { return sizes_; }
+  const DecodePlanOptions &options() const { return options_; }
+
+  // Plans one step of `batch` requests (0 <= batch <= maxBatch) with
+  // seqLens[b] keys each (host memory) into `plan` (host, planInts int32).
+  // A request with no keys still gets a work item: its rows are written as
+  // zeros with LSE -inf. InvalidArgument names the request at fault.
+  Status plan(const int32_t *seqLens, int batch, int32_t *plan,
+              int64_t planInts, DecodePlanSummary *summary = nullptr) const;
+  Status plan(const std::vector<int32_t> &seqLens, std::vector<int32_t> &plan,
+              DecodePlanSummary *summary = nullptr) const;
+
+  // Points args' plan fields at a device copy of a plan (`devicePlan`, 16-
+  // byte aligned) and at the partial buffers; sets workCapacity, maxBatch.
+  void bindPlan(const int32_t *devicePlan, float *partialOut, float *partialLse,
+                DecodeArgs &args) const;
+
+private:
+  DecodePlanOptions options_;
+  DecodeBufferSizes sizes_;
+  bool batchInvariant_ = false;
+  int tileK_ = 0;
+  int blocksPerChunk_ = 0; // grid.y: decode blocks that share one chunk
+};
+
+} // namespace mlagen
+
+#endif // MLAGEN_RUNTIME_DECODEPLAN_H

@@ -1,0 +1,91 @@
+//===- DecodeSupport.cpp - what the decode template implements ------------===//
+#include "DecodeSupport.h"
+
+#include "llvm/ADT/bit.h"
+
+using namespace mlir;
+using namespace mlagen::mla;
+
+LogicalResult mlagen::mla::checkDecodeSupported(DecodeOp op) {
+  if (op.getKvType() == DType::F8E4M3)
+    return op.emitOpError()
+           << "fp8 KV decode is not supported yet ('kv_type' is f8E4M3)";
+  if (op.getKvType() != op.getQType())
+    return op.emitOpError() << "'kv_type' (" << stringifyDType(op.getKvType())
+                            << ") must equal 'q_type' ("
+                            << stringifyDType(op.getQType()) << ") for decode";
+  if (op.getOutType() != op.getQType())
+    return op.emitOpError()
+           << "'out_type' (" << stringifyDType(op.getOutType())
+           << ") must equal 'q_type' (" << stringifyDType(op.getQType())
+           << "): the decode kernel writes q's type";
+  if (op.getQkHeadDim() != 576 || op.getVHeadDim() != 512)
+    return op.emitOpError()
+           << "the decode template implements 'qk_head_dim' 576 and "
+              "'v_head_dim' 512 only (absorbed MLA), got "
+           << op.getQkHeadDim() << " and " << op.getVHeadDim();
+  return success();
+}
+
+int64_t mlagen::mla::getDecodeSharedBytes(DecodeOp op, DecodeTilingAttr tiling,
+                                          const TargetInfo &target) {
+  const int64_t rows = tiling.getHeadsPerBlock(), tileK = tiling.getTileK();
+  const int64_t stages = tiling.getStages(), warps = tiling.getWarps();
+  const int64_t dqk = op.getQkHeadDim();
+  if (isCDNA(target.arch)) {
+    // Q stays in registers; rows are padded by the elements a lane holds
+    // of one MFMA operand row (MFMA depth / 4), keys grouped by 16.
+    const int64_t pad = target.mma.k / 4;
+    return 2 * (stages * tileK * (dqk + pad) + 2 * rows * (tileK + pad)) +
+           4 * rows * (tileK / 16 + warps);
+  }
+  // Rows padded by 8 elements (ldmatrix without bank conflicts), keys
+  // grouped by mma.sync's n = 8.
+  return 2 * (rows * (dqk + 8) + stages * tileK * (dqk + 8) +
+              2 * rows * (tileK + 8)) +
+         4 * rows * (tileK / 8 + warps);
+}
+
+LogicalResult mlagen::mla::checkDecodeTiling(DecodeOp op,
+                                             DecodeTilingAttr tiling,
+                                             const TargetInfo &target) {
+  StringRef arch = stringifyArch(target.arch);
+  if (tiling.getWaveSize() != target.waveSize)
+    return op.emitOpError()
+           << "'tiling' wave_size (" << tiling.getWaveSize() << ") is not "
+           << arch << "'s (" << target.waveSize << ")";
+  // Keys are the K of P.V: a multiple of the MMA depth.
+  if (tiling.getTileK() % target.mma.k != 0)
+    return op.emitOpError() << "'tiling' tile_k (" << tiling.getTileK()
+                            << ") must be a multiple of " << arch
+                            << "'s MMA depth (" << target.mma.k << ")";
+  const int32_t warps = tiling.getWarps(), threads = warps * target.waveSize;
+  // The reduce gives each q row 128 threads; the V columns split evenly
+  // over warps in 16-column MMA tiles; row tiles and warps are powers of
+  // two so the score tile splits evenly too.
+  if (threads % 128 != 0 || llvm::popcount(uint32_t(warps)) != 1 || warps > 32)
+    return op.emitOpError()
+           << "'tiling' warps (" << warps
+           << ") must be a power of two up to 32 giving a multiple of 128 "
+              "threads";
+  const int32_t rowTiles = tiling.getHeadsPerBlock() / 16;
+  if (llvm::popcount(uint32_t(rowTiles)) != 1)
+    return op.emitOpError()
+           << "'tiling' heads_per_block (" << tiling.getHeadsPerBlock()
+           << ") must be 16 times a power of two";
+  // A warp holds O for every row of the block over its 512 / warps
+  // columns; the kernel keeps that within 128 registers a thread:
+  // heads_per_block <= 8 * warps on NVIDIA, 16 * warps on CDNA.
+  const int32_t rowsPerWarp = isCDNA(target.arch) ? 16 : 8;
+  if (tiling.getHeadsPerBlock() > rowsPerWarp * warps)
+    return op.emitOpError()
+           << "'tiling' heads_per_block (" << tiling.getHeadsPerBlock()
+           << ") needs more than 128 accumulator registers a thread with "
+           << warps << " warps on " << arch;
+  int64_t sharedBytes = getDecodeSharedBytes(op, tiling, target);
+  if (sharedBytes > target.sharedBytesLimit)
+    return op.emitOpError()
+           << "'tiling' needs " << sharedBytes << " bytes of shared memory, "
+           << arch << " has " << target.sharedBytesLimit;
+  return success();
+}

@@ -1,0 +1,35 @@
+//===- DecodeSupport.h - what the decode template implements ----*- C++ -*-===//
+#ifndef MLAGEN_LIB_DIALECT_MLA_TRANSFORMS_DECODESUPPORT_H
+#define MLAGEN_LIB_DIALECT_MLA_TRANSFORMS_DECODESUPPORT_H
+
+#include "TargetTable.h"
+
+#include "mlagen/Dialect/MLA/IR/MLAOps.h"
+
+namespace mlagen::mla {
+
+/// The entry points templates/kernels/mla_decode.hip defines.
+inline constexpr llvm::StringLiteral kDecodeEntry = "mlagen_decode";
+inline constexpr llvm::StringLiteral kDecodeReduceEntry =
+    "mlagen_decode_reduce";
+
+/// Emits an error naming the field if `op` is a valid variant that
+/// templates/kernels/mla_decode.hip does not implement yet. Legalize reports
+/// these first; prepare-emission repeats the check.
+mlir::LogicalResult checkDecodeSupported(DecodeOp op);
+
+/// Dynamic shared memory mlagen_decode uses with `tiling` on `target`, by
+/// the formula of DECODE_CONTRACT.md: the kernel's tiles (a Q tile on
+/// NVIDIA, `stages` KV tiles, two P tiles, all 16-bit with padded rows)
+/// plus fp32 row maxima per key granule and row sums per warp.
+int64_t getDecodeSharedBytes(DecodeOp op, DecodeTilingAttr tiling,
+                             const TargetInfo &target);
+
+/// Emits an error if `tiling` breaks a rule of the kernel on `target`
+/// (wave size, MMA depth, registers, shared memory).
+mlir::LogicalResult checkDecodeTiling(DecodeOp op, DecodeTilingAttr tiling,
+                                      const TargetInfo &target);
+
+} // namespace mlagen::mla
+
+#endif // MLAGEN_LIB_DIALECT_MLA_TRANSFORMS_DECODESUPPORT_H

@@ -1,0 +1,60 @@
+//===- BundleManifest.h - manifest.json of an AOT bundle -------*- C++ -*-===//
+//
+// One reader and one writer for the format, so `mlagen` (lib/Bundle) and the
+// runtime cannot drift apart:
+//
+//   {"format": 2, "producer": "mlagen 0.1.0", "kernels": [{
+//      "signature": "prefill qk=192 ...", "arch": "sm_90a",
+//      "file": "<cache key>.cubin", "size": 41552, "xxh3_128": "<32 hex>",
+//      "entry": "mlagen_prefill", "threads_per_block": 256,
+//      "shared_bytes": 137216, "tile_q": 128, "tile_k": 0,
+//      "padded_heads": 0, "extra_entries": [{"name": "mlagen_decode_reduce",
+//      "threads_per_block": 256, "shared_bytes": 0, "rows_per_block": 16}],
+//      "cache_key": "<32 hex>",
+//      "generator": "...", "compiler": "nvrtc 13.0", "compiler_flags": "..."},
+//      ...]}
+//
+// Format 1 (before issue 5) had no identities, sizes or checksums; it is
+// refused as Unsupported.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLAGEN_LIB_RUNTIME_BUNDLEMANIFEST_H
+#define MLAGEN_LIB_RUNTIME_BUNDLEMANIFEST_H
+
+#include "mlagen/Runtime/Runtime.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mlagen {
+
+inline constexpr int kBundleFormatVersion = 2;
+
+struct BundleKernelRecord {
+  Signature signature;
+  std::string file; // a plain name inside the bundle directory
+  uint64_t size = 0;
+  std::string checksum; // XXH3-128 of the file, 32 hex digits
+  CodeObject code;      // all but the binary
+};
+
+struct BundleManifest {
+  int format = kBundleFormatVersion;
+  std::string producer;
+  std::vector<BundleKernelRecord> kernels;
+};
+
+std::string encodeBundleManifest(const BundleManifest &manifest);
+
+// InvalidArgument naming the field at fault ("kernels[2].file: ..."),
+// Unsupported for a manifest of another format. Never throws.
+Status decodeBundleManifest(std::string_view text, BundleManifest &out);
+
+// "mlagen <version>"
+std::string bundleProducer();
+
+} // namespace mlagen
+
+#endif // MLAGEN_LIB_RUNTIME_BUNDLEMANIFEST_H

@@ -1,0 +1,180 @@
+//===- DecodeLaunch.cpp - check a decode step and lay out its launches ----===//
+//
+// Everything a host can get wrong is checked here, before anything reaches
+// the device. What lives only in device memory (seq_lens against the pages
+// of the block table, page ids against the cache) is not: DecodeArgs::checked
+// reserves a mode that will check it there.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DecodeLaunch.h"
+
+#include <cmath>
+#include <cstdint>
+
+namespace mlagen {
+namespace {
+
+Status invalidArgument(const std::string &message) {
+  return Status(StatusCode::InvalidArgument, message);
+}
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+} // namespace
+
+Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
+                           const DecodeArgs &args, DecodeLaunch &out,
+                           bool &empty) {
+  empty = false;
+  if (sig.op != OpKind::Decode)
+    return invalidArgument(
+        std::string("runDecode needs a decode kernel, not ") +
+        opKindName(sig.op));
+  if (code.tileQ < 1 || code.paddedHeads < sig.numQHeads ||
+      code.extraEntries.empty() || code.extraEntries[0].rowsPerBlock < 1)
+    return Status(StatusCode::Internal,
+                  "the decode code object for '" + sig.canonical() +
+                      "' lacks its geometry or its reduce entry");
+  if (args.checked)
+    return Status(StatusCode::Unsupported,
+                  "checked decode is reserved for a later release: seq_lens "
+                  "against the block table's pages can only be checked on "
+                  "the device");
+  if (args.batch < 0)
+    return invalidArgument("batch must be >= 0 (got " +
+                           std::to_string(args.batch) + ")");
+  if (args.batch == 0) {
+    empty = true;
+    return Status::ok();
+  }
+  if (args.batch > args.maxBatch)
+    return invalidArgument("batch (" + std::to_string(args.batch) +
+                           ") exceeds max_batch (" +
+                           std::to_string(args.maxBatch) +
+                           "), the capacity of the plan's merge list (set by "
+                           "DecodePlanner::bindPlan)");
+  if (args.workCapacity < 1)
+    return invalidArgument("work_capacity must be >= 1, the planner's (got " +
+                           std::to_string(args.workCapacity) + ")");
+  if (args.qLen != sig.qLen)
+    return invalidArgument("q_len (" + std::to_string(args.qLen) +
+                           ") must equal the kernel's (" +
+                           std::to_string(sig.qLen) + ")");
+  if (args.numQHeads != sig.numQHeads)
+    return invalidArgument("num_q_heads (" + std::to_string(args.numQHeads) +
+                           ") must equal the kernel's (" +
+                           std::to_string(sig.numQHeads) + ")");
+  if (args.blockTableStride < 1)
+    return invalidArgument("block_table_stride must be > 0 (got " +
+                           std::to_string(args.blockTableStride) + ")");
+
+  float *lse = sig.returnLSE ? args.lse : nullptr;
+  struct Pointer {
+    const char *name;
+    const void *ptr;
+    unsigned alignment; // what the kernel loads it with
+    bool required;
+  };
+  const Pointer pointers[] = {
+      {"q", args.q, 16, true},
+      {"kv_cache", args.kvCache, 16, true},
+      {"out", args.out, 16, true},
+      {"lse", lse, 4, false},
+      {"block_table", args.blockTable, 4, true},
+      {"seq_lens", args.seqLens, 4, true},
+      {"work", args.work, 16, true},
+      {"num_work", args.numWork, 4, true},
+      {"merge", args.merge, 8, true},
+      {"partial_out", args.partialOut, 16, true},
+      {"partial_lse", args.partialLse, 4, true},
+  };
+  for (const Pointer &p : pointers) {
+    if (!p.ptr) {
+      if (p.required)
+        return invalidArgument(std::string(p.name) + " is null");
+      continue;
+    }
+    if (reinterpret_cast<uintptr_t>(p.ptr) % p.alignment != 0)
+      return invalidArgument(std::string(p.name) + " must be " +
+                             std::to_string(p.alignment) +
+                             "-byte aligned (the kernel loads it in " +
+                             std::to_string(p.alignment) + "-byte units)");
+  }
+
+  const int64_t hq = sig.numQHeads, dqk = sig.headDimQK, dv = sig.headDimV;
+  const int64_t kvToken = args.kvTokenStride ? args.kvTokenStride : dqk;
+  struct StrideArg {
+    const char *name;
+    int64_t given, contiguous;
+  };
+  const StrideArg strides[] = {
+      {"q_batch_stride", args.qBatchStride, sig.qLen * hq * dqk},
+      {"q_token_stride", args.qTokenStride, hq * dqk},
+      {"q_head_stride", args.qHeadStride, dqk},
+      {"out_batch_stride", args.outBatchStride, sig.qLen * hq * dv},
+      {"out_token_stride", args.outTokenStride, hq * dv},
+      {"out_head_stride", args.outHeadStride, dv},
+      {"kv_block_stride", args.kvBlockStride, sig.pageSize * kvToken},
+      {"kv_token_stride", args.kvTokenStride, dqk},
+  };
+  long long resolved[8];
+  for (int i = 0; i < 8; ++i) {
+    if (strides[i].given < 0)
+      return invalidArgument(std::string(strides[i].name) +
+                             " must be >= 0, 0 meaning contiguous (got " +
+                             std::to_string(strides[i].given) + ")");
+    resolved[i] = strides[i].given ? strides[i].given : strides[i].contiguous;
+    if (resolved[i] % 8 != 0)
+      return invalidArgument(std::string(strides[i].name) +
+                             " must be a multiple of 8 elements, so rows stay "
+                             "16-byte aligned (got " +
+                             std::to_string(resolved[i]) + ")");
+  }
+  if (!std::isfinite(args.softmaxScale) || args.softmaxScale <= 0.0f)
+    return invalidArgument(
+        "softmax_scale must be finite and > 0: absorbed MLA scales by the "
+        "unabsorbed head dim (DeepSeek-V3: 1/sqrt(192)), so there is no "
+        "default");
+
+  out.params = {args.q,
+                args.kvCache,
+                args.out,
+                lse,
+                args.blockTable,
+                args.seqLens,
+                args.work,
+                args.numWork,
+                args.merge,
+                args.partialOut,
+                args.partialLse,
+                resolved[0],
+                resolved[1],
+                resolved[2],
+                resolved[3],
+                resolved[4],
+                resolved[5],
+                resolved[6],
+                resolved[7],
+                args.blockTableStride,
+                args.batch,
+                args.softmaxScale,
+                0};
+
+  const int64_t rows = int64_t(sig.qLen) * code.paddedHeads;
+  const KernelEntry &reduce = code.extraEntries[0];
+  out.decode.grid[0] = static_cast<unsigned>(args.workCapacity);
+  out.decode.grid[1] = static_cast<unsigned>(ceilDiv(rows, code.tileQ));
+  out.decode.grid[2] = 1;
+  out.decode.threadsPerBlock = static_cast<unsigned>(code.threadsPerBlock);
+  out.decode.sharedBytes = static_cast<unsigned>(code.sharedBytes);
+  out.reduce.grid[0] = static_cast<unsigned>(args.batch);
+  out.reduce.grid[1] =
+      static_cast<unsigned>(ceilDiv(rows, reduce.rowsPerBlock));
+  out.reduce.grid[2] = 1;
+  out.reduce.threadsPerBlock = static_cast<unsigned>(reduce.threadsPerBlock);
+  out.reduce.sharedBytes = static_cast<unsigned>(reduce.sharedBytes);
+  return Status::ok();
+}
+
+} // namespace mlagen

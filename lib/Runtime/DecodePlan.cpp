@@ -1,0 +1,261 @@
+//===- DecodePlan.cpp - split-KV work lists for absorbed MLA decode -------===//
+//
+// Balanced mode picks one chunk length per step. Starting from the length
+// that spreads all keys evenly over the SMs (never below minChunkKeys), it
+// tries a few longer ones and keeps the one with the least estimated time:
+// waves of blocks times the longest chunk, each block paying a fixed cost.
+// Every chunk length it tries is at least the even spread, which bounds the
+// work items by numSMs / blocksPerChunk + batch and the partial slots by
+// 2 * numSMs / blocksPerChunk: the buffer sizes hold for any step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlagen/Runtime/DecodePlan.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+namespace mlagen {
+namespace {
+
+// A block's cost beyond its keys, in keys: loading its q rows (16 rows of
+// 576 bf16 weigh as much as 16 keys) and writing 16 rows of 512 fp32
+// partials (as much as 28 keys), rounded up.
+constexpr int64_t kBlockOverheadKeys = 64;
+// Chunk lengths tried above the even spread, in steps of tileK.
+constexpr int kChunkCandidates = 16;
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
+
+Status invalidArgument(const std::string &message) {
+  return Status(StatusCode::InvalidArgument, message);
+}
+
+std::string got(int64_t value) {
+  return " (got " + std::to_string(value) + ")";
+}
+
+// Chunks of a request with `len` keys; an empty request still takes one
+// work item, which writes its zero rows.
+int64_t chunksOf(int64_t len, int64_t chunk) {
+  return len == 0 ? 1 : ceilDiv(len, chunk);
+}
+
+} // namespace
+
+Status DecodePlanner::create(const Kernel &kernel,
+                             const DecodePlanOptions &options,
+                             DecodePlanner &out) {
+  return create(kernel.signature(), kernel.codeObject(), options, out);
+}
+
+Status DecodePlanner::create(const Signature &sig, const CodeObject &code,
+                             const DecodePlanOptions &options,
+                             DecodePlanner &out) {
+  if (sig.op != OpKind::Decode)
+    return invalidArgument(std::string("DecodePlanner needs a decode kernel, "
+                                       "not ") +
+                           opKindName(sig.op));
+  if (Status status = sig.validate(); !status)
+    return status;
+  if (code.tileK < 1 || code.tileQ < 1 || code.paddedHeads < sig.numQHeads)
+    return invalidArgument("the code object has no decode geometry (tile_k " +
+                           std::to_string(code.tileK) + ", rows per block " +
+                           std::to_string(code.tileQ) + ", padded heads " +
+                           std::to_string(code.paddedHeads) +
+                           "): was it built for '" + sig.canonical() + "'?");
+  if (options.maxBatch < 1 || options.maxBatch > (1 << 20))
+    return invalidArgument("max_batch must be in [1, 1048576]" +
+                           got(options.maxBatch));
+  if (options.numSMs < 1 || options.numSMs > 65536)
+    return invalidArgument("num_sms must be in [1, 65536]" +
+                           got(options.numSMs));
+  if (options.maxSeqLen < 0 || options.maxSeqLen > INT32_MAX)
+    return invalidArgument("max_seq_len must be in [0, 2^31 - 1], 0 meaning "
+                           "unbounded" +
+                           got(options.maxSeqLen));
+  if (options.maxTotalKeys < 0)
+    return invalidArgument("max_total_keys must be >= 0, 0 meaning unknown" +
+                           got(options.maxTotalKeys));
+  if (options.minChunkKeys < 1)
+    return invalidArgument("min_chunk_keys must be >= 1" +
+                           got(options.minChunkKeys));
+
+  DecodePlanner planner;
+  planner.options_ = options;
+  planner.batchInvariant_ = sig.batchInvariant;
+  planner.tileK_ = code.tileK;
+  const int64_t rows = int64_t(sig.qLen) * code.paddedHeads;
+  planner.blocksPerChunk_ = static_cast<int>(ceilDiv(rows, code.tileQ));
+
+  const int64_t maxBatch = options.maxBatch, sms = options.numSMs;
+  const int64_t perChunk = planner.blocksPerChunk_;
+  int64_t work = 0, slots = 0;
+  if (sig.batchInvariant) {
+    const int64_t chunk = options.invariantChunkKeys;
+    if (chunk < 1 || chunk % code.tileK != 0)
+      return invalidArgument("invariant_chunk_keys must be a positive "
+                             "multiple of the kernel's tile_k (" +
+                             std::to_string(code.tileK) + ")" + got(chunk));
+    if (options.maxSeqLen == 0)
+      return invalidArgument(
+          "max_seq_len must be > 0 for a batch-invariant kernel: its chunks "
+          "are fixed (" +
+          std::to_string(chunk) +
+          " keys), so the longest request sizes the work list");
+    const int64_t perRequest = chunksOf(options.maxSeqLen, chunk);
+    work = maxBatch * perRequest;
+    // Only requests longer than one chunk take slots, fewer than 2 per
+    // chunk of keys each.
+    slots = perRequest > 1 ? work : 0;
+    if (options.maxTotalKeys > 0) {
+      work = std::min(work, maxBatch + ceilDiv(options.maxTotalKeys, chunk));
+      slots = std::min(slots, 2 * ceilDiv(options.maxTotalKeys, chunk));
+    }
+    slots = std::min(slots, work);
+  } else {
+    work = maxBatch + ceilDiv(sms, perChunk);
+    slots = ceilDiv(2 * sms, perChunk);
+    if (options.maxSeqLen > 0)
+      work = std::min(
+          work, maxBatch * chunksOf(options.maxSeqLen,
+                                    roundUp(options.minChunkKeys, code.tileK)));
+    slots = std::min(slots, work);
+  }
+  if (work > INT32_MAX)
+    return invalidArgument(
+        "the work list would need " + std::to_string(work) +
+        " items, more than a grid can launch: lower max_batch or "
+        "max_seq_len, or give max_total_keys");
+
+  DecodeBufferSizes &sizes = planner.sizes_;
+  sizes.workCapacity = static_cast<int>(work);
+  sizes.slotCapacity = static_cast<int>(std::max<int64_t>(1, slots));
+  sizes.rows = static_cast<int>(rows);
+  sizes.mergeOffset = 4;
+  // Keeps work 16-byte aligned: the kernel reads it as int4.
+  sizes.workOffset = sizes.mergeOffset + roundUp(2 * maxBatch, 4);
+  sizes.planInts = sizes.workOffset + 4 * work;
+  sizes.partialLseFloats = sizes.slotCapacity * rows;
+  sizes.partialOutFloats = sizes.partialLseFloats * sig.headDimV;
+  out = planner;
+  return Status::ok();
+}
+
+Status DecodePlanner::plan(const std::vector<int32_t> &seqLens,
+                           std::vector<int32_t> &plan,
+                           DecodePlanSummary *summary) const {
+  if (seqLens.size() > static_cast<size_t>(options_.maxBatch))
+    return invalidArgument("batch must be in [0, max_batch = " +
+                           std::to_string(options_.maxBatch) + "]" +
+                           got(static_cast<int64_t>(seqLens.size())));
+  plan.assign(sizes_.planInts, 0);
+  return this->plan(seqLens.data(), static_cast<int>(seqLens.size()),
+                    plan.data(), static_cast<int64_t>(plan.size()), summary);
+}
+
+Status DecodePlanner::plan(const int32_t *seqLens, int batch, int32_t *plan,
+                           int64_t planInts, DecodePlanSummary *summary) const {
+  if (batch < 0 || batch > options_.maxBatch)
+    return invalidArgument("batch must be in [0, max_batch = " +
+                           std::to_string(options_.maxBatch) + "]" +
+                           got(batch));
+  if (batch > 0 && !seqLens)
+    return invalidArgument("seq_lens is null");
+  if (!plan)
+    return invalidArgument("plan is null");
+  if (planInts < sizes_.planInts)
+    return invalidArgument("plan holds " + std::to_string(planInts) +
+                           " int32, the planner needs " +
+                           std::to_string(sizes_.planInts));
+
+  int64_t totalKeys = 0, longest = 0;
+  for (int b = 0; b < batch; ++b) {
+    const int64_t len = seqLens[b];
+    if (len < 0 || (options_.maxSeqLen > 0 && len > options_.maxSeqLen))
+      return invalidArgument(
+          "seq_lens[" + std::to_string(b) + "] must be in [0, " +
+          (options_.maxSeqLen > 0
+               ? "max_seq_len = " + std::to_string(options_.maxSeqLen)
+               : std::string("2^31 - 1")) +
+          "]" + got(len));
+    totalKeys += len;
+    longest = std::max(longest, len);
+  }
+
+  auto workItems = [&](int64_t chunk) {
+    int64_t items = 0;
+    for (int b = 0; b < batch; ++b)
+      items += chunksOf(seqLens[b], chunk);
+    return items;
+  };
+  int64_t chunk = options_.invariantChunkKeys;
+  if (!batchInvariant_) {
+    const int64_t sms = options_.numSMs, perChunk = blocksPerChunk_;
+    const int64_t even =
+        roundUp(std::max<int64_t>(options_.minChunkKeys,
+                                  ceilDiv(totalKeys * perChunk, sms)),
+                tileK_);
+    int64_t bestCost = INT64_MAX;
+    for (int i = 0; i < kChunkCandidates; ++i) {
+      const int64_t candidate = even + i * int64_t(tileK_);
+      const int64_t waves = ceilDiv(workItems(candidate) * perChunk, sms);
+      const int64_t cost =
+          waves * (std::min(candidate, longest) + kBlockOverheadKeys);
+      // Ties go to the longer chunk: fewer partials to merge.
+      if (cost <= bestCost) {
+        bestCost = cost;
+        chunk = candidate;
+      }
+      if (candidate >= longest)
+        break; // every request is one chunk from here on
+    }
+  }
+
+  std::memset(plan, 0, sizeof(int32_t) * sizes_.workOffset);
+  int32_t *merge = plan + sizes_.mergeOffset;
+  int32_t *work = plan + sizes_.workOffset;
+  int64_t items = 0, slots = 0;
+  for (int b = 0; b < batch; ++b) {
+    const int64_t len = seqLens[b], chunks = chunksOf(len, chunk);
+    if (items + chunks > sizes_.workCapacity ||
+        (chunks > 1 && slots + chunks > sizes_.slotCapacity))
+      return Status(StatusCode::Internal,
+                    "decode plan overflows its buffers at request " +
+                        std::to_string(b) + " (" + std::to_string(items) +
+                        " work items, " + std::to_string(slots) + " slots)");
+    merge[2 * b] = chunks > 1 ? static_cast<int32_t>(slots) : -1;
+    merge[2 * b + 1] = chunks > 1 ? static_cast<int32_t>(chunks) : 0;
+    for (int64_t i = 0; i < chunks; ++i, ++items) {
+      int32_t *item = work + 4 * items;
+      item[0] = b;
+      item[1] = static_cast<int32_t>(i * chunk);
+      item[2] = static_cast<int32_t>(std::min(len, (i + 1) * chunk));
+      item[3] = chunks > 1 ? static_cast<int32_t>(slots + i) : -1;
+    }
+    if (chunks > 1)
+      slots += chunks;
+  }
+  plan[0] = static_cast<int32_t>(items);
+  plan[1] = static_cast<int32_t>(slots);
+  plan[2] = batch;
+  if (summary)
+    *summary = {static_cast<int>(items), static_cast<int>(slots), chunk,
+                sizes_.workOffset + 4 * items};
+  return Status::ok();
+}
+
+void DecodePlanner::bindPlan(const int32_t *devicePlan, float *partialOut,
+                             float *partialLse, DecodeArgs &args) const {
+  args.numWork = devicePlan;
+  args.merge = devicePlan ? devicePlan + sizes_.mergeOffset : nullptr;
+  args.work = devicePlan ? devicePlan + sizes_.workOffset : nullptr;
+  args.workCapacity = sizes_.workCapacity;
+  args.maxBatch = options_.maxBatch;
+  args.partialOut = partialOut;
+  args.partialLse = partialLse;
+}
+
+} // namespace mlagen

@@ -1,0 +1,22 @@
+// AOT build of decode variants through `mlagen`: one code object holds both
+// entries, and the manifest says how to launch the second.
+// RUN: rm -rf %t && mlagen %s --arch=sm_90a -o %t 2>&1 | FileCheck %s --check-prefix=PROGRESS
+// RUN: for f in %t/*.cubin; do llvm-readelf -s $f; done | FileCheck %s --check-prefix=ELF
+// RUN: FileCheck %s --check-prefix=MANIFEST < %t/manifest.json
+
+// PROGRESS: building 2 kernels
+// PROGRESS: decode qk=576 v=512 hq={{16|128}} q_len=1 page=64 mask=causal lse=1 q=bf16 kv=bf16 out=bf16 batch_invariant=0 tile_k=0 arch=sm_90a
+// PROGRESS: wrote {{.*}}manifest.json
+
+// ELF-DAG: mlagen_decode
+// ELF-DAG: mlagen_decode_reduce
+
+// MANIFEST: "entry": "mlagen_decode",
+// MANIFEST: "extra_entries": [
+// MANIFEST: "name": "mlagen_decode_reduce",
+// MANIFEST: "rows_per_block": 2,
+// MANIFEST: "padded_heads":
+// MANIFEST: "tile_k": 64,
+
+mla.decode @tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @tp1 qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, lse, q_type = bf16, kv_type = bf16, out_type = bf16

@@ -1,0 +1,111 @@
+// RUN: mlagen-opt %s --split-input-file --verify-diagnostics --mla-select-tiling | FileCheck %s
+
+// Each target's decode tiling. A block owns 16 q rows times a power of two,
+// at most 64 on NVIDIA and 16 on CDNA; shared memory follows
+// DECODE_CONTRACT.md's formula.
+// CHECK-LABEL: mla.decode @sm_90a_tp8
+//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 8, wave_size = 32, stages = 2>,
+// 128 heads: 64 rows a block; two KV stages of 64 keys do not fit beside them.
+// CHECK-LABEL: mla.decode @sm_90a_tp1
+//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 64, tile_k = 64, warps = 8, wave_size = 32, stages = 1>,
+// 4 tokens x 16 heads = 64 rows.
+// CHECK-LABEL: mla.decode @sm_90a_mtp
+//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 64, tile_k = 64, warps = 8, wave_size = 32, stages = 1>,
+// sm_80's 163 KiB: tile_k halves too.
+// CHECK-LABEL: mla.decode @sm_80_tp1
+//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 64, tile_k = 32, warps = 8, wave_size = 32, stages = 1>,
+// gfx950: 160 KiB of LDS, 32-deep MFMA.
+// CHECK-LABEL: mla.decode @gfx950_tp8
+//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 4, wave_size = 64, stages = 2>,
+// CHECK-LABEL: mla.decode @gfx950_tp1_mtp
+//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 16, tile_k = 64, warps = 4, wave_size = 64, stages = 2>,
+// gfx942: 64 KiB of LDS.
+// CHECK-LABEL: mla.decode @gfx942_tp8
+//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 16, tile_k = 32, warps = 4, wave_size = 64, stages = 1>,
+// CHECK-LABEL: mla.decode @gfx90a_tp1
+//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 16, tile_k = 32, warps = 4, wave_size = 64, stages = 1>,
+mla.decode @sm_90a_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @sm_90a_tp1 qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, lse, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @sm_90a_mtp qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 4, page_size = 1, lse, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @sm_80_tp1 qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, lse, arch = sm_80, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @gfx950_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, arch = gfx950, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @gfx950_tp1_mtp qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 2, page_size = 64, lse, arch = gfx950, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @gfx942_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, arch = gfx942, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @gfx90a_tp1 qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, lse, arch = gfx90a, q_type = bf16, kv_type = bf16, out_type = bf16
+
+// -----
+
+// AMD pads q heads to 16 where 16 is a multiple of the count; multiples of
+// 16 stay. NVIDIA pads nothing.
+// CHECK-LABEL: mla.decode @gfx942_1
+//  CHECK-SAME:   q_heads = 1, {{.*}}tiling = <heads = 16, heads_per_block = 16,
+// CHECK-LABEL: mla.decode @gfx942_2
+//  CHECK-SAME:   tiling = <heads = 16,
+// CHECK-LABEL: mla.decode @gfx942_4
+//  CHECK-SAME:   tiling = <heads = 16,
+// CHECK-LABEL: mla.decode @gfx950_8
+//  CHECK-SAME:   tiling = <heads = 16,
+// CHECK-LABEL: mla.decode @gfx90a_16
+//  CHECK-SAME:   tiling = <heads = 16,
+// CHECK-LABEL: mla.decode @gfx942_32
+//  CHECK-SAME:   tiling = <heads = 32, heads_per_block = 16,
+// CHECK-LABEL: mla.decode @gfx942_48
+//  CHECK-SAME:   tiling = <heads = 48, heads_per_block = 16,
+// CHECK-LABEL: mla.decode @gfx942_8_tokens_2
+//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 16,
+// CHECK-LABEL: mla.decode @sm_90a_3
+//  CHECK-SAME:   tiling = <heads = 3, heads_per_block = 16,
+// CHECK-LABEL: mla.decode @sm_80_12
+//  CHECK-SAME:   tiling = <heads = 12, heads_per_block = 16,
+// CHECK-LABEL: mla.decode @sm_80_48
+//  CHECK-SAME:   tiling = <heads = 48, heads_per_block = 64,
+mla.decode @gfx942_1 qk_head_dim = 576, v_head_dim = 512, q_heads = 1, q_len = 1, page_size = 64, arch = gfx942, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @gfx942_2 qk_head_dim = 576, v_head_dim = 512, q_heads = 2, q_len = 1, page_size = 64, arch = gfx942, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @gfx942_4 qk_head_dim = 576, v_head_dim = 512, q_heads = 4, q_len = 1, page_size = 64, arch = gfx942, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @gfx950_8 qk_head_dim = 576, v_head_dim = 512, q_heads = 8, q_len = 1, page_size = 64, arch = gfx950, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @gfx90a_16 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, arch = gfx90a, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @gfx942_32 qk_head_dim = 576, v_head_dim = 512, q_heads = 32, q_len = 1, page_size = 64, arch = gfx942, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @gfx942_48 qk_head_dim = 576, v_head_dim = 512, q_heads = 48, q_len = 1, page_size = 64, arch = gfx942, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @gfx942_8_tokens_2 qk_head_dim = 576, v_head_dim = 512, q_heads = 8, q_len = 2, page_size = 64, arch = gfx942, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @sm_90a_3 qk_head_dim = 576, v_head_dim = 512, q_heads = 3, q_len = 1, page_size = 64, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @sm_80_12 qk_head_dim = 576, v_head_dim = 512, q_heads = 12, q_len = 1, page_size = 64, arch = sm_80, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @sm_80_48 qk_head_dim = 576, v_head_dim = 512, q_heads = 48, q_len = 1, page_size = 64, arch = sm_80, q_type = bf16, kv_type = bf16, out_type = bf16
+
+// -----
+
+// expected-error @+1 {{'mla.decode' op 'q_heads' (12) cannot be padded on gfx942: decode there pads q heads to 16, so the count must divide 16 or be a multiple of it}}
+mla.decode @gfx942_12 qk_head_dim = 576, v_head_dim = 512, q_heads = 12, q_len = 1, page_size = 64, arch = gfx942, q_type = bf16, kv_type = bf16, out_type = bf16
+
+// -----
+
+// expected-error @+1 {{'q_heads' (24) cannot be padded on gfx950: decode there pads q heads to 16, so the count must divide 16 or be a multiple of it}}
+mla.decode @gfx950_24 qk_head_dim = 576, v_head_dim = 512, q_heads = 24, q_len = 1, page_size = 64, arch = gfx950, q_type = bf16, kv_type = bf16, out_type = bf16
+
+// -----
+
+// expected-error @+1 {{'q_heads' (3) cannot be padded on gfx90a}}
+mla.decode @gfx90a_3 qk_head_dim = 576, v_head_dim = 512, q_heads = 3, q_len = 1, page_size = 64, arch = gfx90a, q_type = bf16, kv_type = bf16, out_type = bf16
+
+// -----
+
+// A pinned tile_k is kept; the stages give way instead.
+// CHECK-LABEL: mla.decode @pinned
+//  CHECK-SAME:   tile_k = 128, arch = sm_90a, tiling = <heads = 16, heads_per_block = 16, tile_k = 128, warps = 8, wave_size = 32, stages = 1>,
+mla.decode @pinned qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, tile_k = 128, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16
+
+// -----
+
+// A tiling already in the IR is a decision made: it is kept.
+// CHECK-LABEL: mla.decode @tiled
+//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 32, tile_k = 16, warps = 4, wave_size = 32, stages = 3>,
+mla.decode @tiled qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, arch = sm_90a, tiling = <heads = 16, heads_per_block = 32, tile_k = 16, warps = 4, wave_size = 32, stages = 3>, q_type = bf16, kv_type = bf16, out_type = bf16
+
+// -----
+
+// expected-error @+1 {{'mla.decode' op no decode tiling fits gfx942's 65536 bytes of shared memory: the smallest, heads_per_block = 16, tile_k = 256 (pinned), stages = 1, needs 314880}}
+mla.decode @pinned_too_large qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, tile_k = 256, arch = gfx942, q_type = bf16, kv_type = bf16, out_type = bf16
+
+// -----
+
+// expected-error @+1 {{'mla.decode' op has no 'arch': name one on the variant or run mla-select-tiling{arch=...}}}
+mla.decode @no_arch qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, q_type = bf16, kv_type = bf16, out_type = bf16

@@ -1,0 +1,226 @@
+"""Absorbed MLA decode on the GPU: mlagen against an fp32 torch reference.
+
+Run on a CUDA machine from the repo root:
+    PYTHONPATH=python MLAGEN_LIBRARY=carry/libmlagen.so python3 python/tests/decode_device_test.py
+Writes decode_numerics.json under $OUT (or /tmp). Exit status 1 on any failure.
+
+Covers: heads 1, 8, 16, 128; pages of 1, 16 and 64 keys in a shuffled cache;
+ragged sequence lengths from 0 to 16384 keys; 1 and 4 query tokens; plans
+that split long requests and plans that split none; a CUDA graph captured
+once and replayed with new plans equals eager runs; a batch-invariant kernel
+gives a request the same bits alone and in other batches on other SM counts.
+"""
+import json
+import math
+import os
+import random
+import sys
+
+import torch
+
+import mlagen
+
+ATOL = 1e-2       # bf16 inputs of unit-normal scale
+LSE_RTOL = 1e-3
+QK, V = 576, 512
+SCALE = 1.0 / math.sqrt(192)  # DeepSeek-V3: the unabsorbed head dim
+DEV = "cuda"
+
+
+def signature(arch, heads, q_len, page, dtype="bf16", batch_invariant=False):
+    return (f"decode qk={QK} v={V} hq={heads} q_len={q_len} page={page} mask=causal lse=1 "
+            f"q={dtype} kv={dtype} out={dtype} batch_invariant={int(batch_invariant)} "
+            f"arch={arch}")
+
+
+def make_inputs(seq_lens, heads, q_len, page, dtype=torch.bfloat16, seed=0):
+    """q [batch, q_len, heads, 576], a cache of shuffled pages and its block table."""
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    batch = len(seq_lens)
+    pages_of = [max(1, -(-n // page)) for n in seq_lens]
+    num_blocks = sum(pages_of) + 1  # the last block is owned by nobody
+    order = torch.randperm(num_blocks - 1, generator=gen).tolist()
+    width = max(pages_of) + 2       # engines keep wider tables than needed
+    table = torch.full((batch, width), num_blocks - 1, dtype=torch.int32)
+    used = 0
+    for b, n in enumerate(pages_of):
+        table[b, :n] = torch.tensor(order[used:used + n], dtype=torch.int32)
+        used += n
+    q = torch.randn(batch, q_len, heads, QK, generator=gen).to(dtype)
+    kv = torch.randn(num_blocks, page, QK, generator=gen).to(dtype)
+    lens = torch.tensor(seq_lens, dtype=torch.int32)
+    return q.to(DEV), kv.to(DEV), table.to(DEV), lens.to(DEV)
+
+
+def reference(q, kv, table, seq_lens, page):
+    """fp32 absorbed MLA decode: out [batch, q_len, heads, 512], lse [batch, q_len, heads]."""
+    batch, q_len, heads, _ = q.shape
+    out = torch.zeros(batch, q_len, heads, V, device=DEV)
+    lse = torch.full((batch, q_len, heads), float("-inf"), device=DEV)
+    for b, n in enumerate(seq_lens.tolist()):
+        if n == 0:
+            continue
+        keys = torch.arange(n, device=DEV)
+        rows = kv[table[b, keys // page].long(), keys % page].float()      # [n, 576]
+        s = torch.einsum("thd,nd->thn", q[b].float(), rows) * SCALE         # [q_len, heads, n]
+        t = torch.arange(q_len, device=DEV)[:, None, None]
+        s = s.masked_fill(keys[None, None, :] > n - q_len + t, float("-inf"))
+        row_lse = torch.logsumexp(s, -1)
+        p = torch.exp(s - row_lse[..., None]).nan_to_num(0.0)
+        out[b] = torch.einsum("thn,nd->thd", p, rows[:, :V])
+        lse[b] = row_lse
+    return out, lse
+
+
+def run(kernel, plan, q, kv, table, lens, with_lse=True):
+    plan.update(lens.cpu().tolist())
+    out = torch.full((*q.shape[:3], V), float("nan"), device=DEV, dtype=q.dtype)
+    lse = torch.full(q.shape[:3], float("nan"), device=DEV) if with_lse else None
+    kernel.decode(q, kv, out, table, lens, plan, SCALE, lse=lse)
+    return out, lse
+
+
+def compare(out, lse, ref_out, ref_lse):
+    got = out.float()
+    unwritten = int(torch.isnan(got).sum()) + int(torch.isnan(lse).sum())
+    err = (got - ref_out).abs().max().item()
+    finite = torch.isfinite(ref_lse)
+    same_inf = bool(torch.equal(torch.isinf(lse) & (lse < 0), ~finite))
+    lse_rel = ((lse[finite] - ref_lse[finite]).abs() /
+               ref_lse[finite].abs().clamp_min(1e-6)).max().item() if finite.any() else 0.0
+    ok = unwritten == 0 and err <= ATOL and lse_rel <= LSE_RTOL and same_inf
+    return dict(max_abs_err=err, lse_max_rel_err=lse_rel, unwritten=unwritten,
+                empty_rows_lse_neg_inf=same_inf, ok=ok)
+
+
+def numerics_case(rt, arch, heads, q_len, page, seq_lens, num_sms, dtype="bf16"):
+    sig = signature(arch, heads, q_len, page, dtype)
+    kernel = rt.kernel(sig)
+    tdtype = torch.bfloat16 if dtype == "bf16" else torch.float16
+    q, kv, table, lens = make_inputs(seq_lens, heads, q_len, page, tdtype,
+                                     seed=heads * 100 + q_len * 10 + page)
+    plan = mlagen.DecodePlan(kernel, max_batch=len(seq_lens), num_sms=num_sms)
+    out, lse = run(kernel, plan, q, kv, table, lens)
+    # Without lse the kernels must skip that write and still produce out.
+    out_no_lse, _ = run(kernel, plan, q, kv, table, lens, with_lse=False)
+    torch.cuda.synchronize()
+    r = compare(out, lse, *reference(q, kv, table, lens, page))
+    r["same_out_without_lse"] = bool(torch.equal(out, out_no_lse))
+    r["ok"] = r["ok"] and r["same_out_without_lse"]
+    return dict(case="numerics", signature=sig, seq_lens=seq_lens, num_sms=num_sms,
+                work_items=plan.num_work, **r)
+
+
+def graph_case(rt, arch):
+    """One capture, replayed after plan.update() with new lengths: equal to eager."""
+    heads, q_len, page, batch = 16, 1, 64, 8
+    kernel = rt.kernel(signature(arch, heads, q_len, page))
+    num_sms = torch.cuda.get_device_properties(0).multi_processor_count
+    plan = mlagen.DecodePlan(kernel, max_batch=batch, num_sms=num_sms)
+    rng = random.Random(3)
+    steps = [[rng.randint(1, 16384) for _ in range(batch)] for _ in range(3)]
+    longest = max(max(s) for s in steps)
+    q, kv, table, _ = make_inputs([longest] * batch, heads, q_len, page, seed=11)
+    lens = torch.zeros(batch, dtype=torch.int32, device=DEV)
+    out = torch.zeros(batch, q_len, heads, V, dtype=q.dtype, device=DEV)
+    lse = torch.zeros(batch, q_len, heads, device=DEV)
+
+    lens.copy_(torch.tensor(steps[0], dtype=torch.int32))
+    plan.update(steps[0])
+    kernel.decode(q, kv, out, table, lens, plan, SCALE, lse=lse)  # warm-up
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        kernel.decode(q, kv, out, table, lens, plan, SCALE, lse=lse)
+    results = []
+    for step in steps:
+        lens.copy_(torch.tensor(step, dtype=torch.int32))
+        plan.update(step)
+        graph.replay()
+        torch.cuda.synchronize()
+        replayed, replayed_lse = out.clone(), lse.clone()
+        eager, eager_lse = run(kernel, plan, q, kv, table, lens)
+        torch.cuda.synchronize()
+        r = compare(replayed, replayed_lse, *reference(q, kv, table, lens, page))
+        bitwise = bool(torch.equal(replayed, eager) and torch.equal(replayed_lse, eager_lse))
+        r["ok"] = r["ok"] and bitwise
+        results.append(dict(case="graph", seq_lens=step, replay_equals_eager=bitwise,
+                            work_items=plan.num_work, **r))
+    return results
+
+
+def invariance_case(rt, arch):
+    """A request's bits with a batch-invariant kernel: alone, then inside other
+    batches planned for other SM counts."""
+    heads, q_len, page = 16, 1, 64
+    kernel = rt.kernel(signature(arch, heads, q_len, page, batch_invariant=True))
+    target = 5000
+    q1, kv1, table1, lens1 = make_inputs([target], heads, q_len, page, seed=21)
+    plan = mlagen.DecodePlan(kernel, max_batch=1, num_sms=132, max_seq_len=16384)
+    alone, alone_lse = run(kernel, plan, q1, kv1, table1, lens1)
+    torch.cuda.synchronize()
+    base = compare(alone, alone_lse, *reference(q1, kv1, table1, lens1, page))
+    results = [dict(case="invariance-alone", seq_lens=[target], **base)]
+    rng = random.Random(5)
+    for batch, num_sms in ((2, 1), (37, 132), (64, 1000)):
+        others = [rng.randint(0, 16384) for _ in range(batch - 1)]
+        slot = rng.randrange(batch)
+        seq_lens = others[:slot] + [target] + others[slot:]
+        q, kv, table, lens = make_inputs(seq_lens, heads, q_len, page, seed=batch)
+        # The request under test gets the same q and the same keys.
+        q[slot] = q1[0]
+        pages = -(-target // page)
+        kv[table[slot, :pages].long()] = kv1[table1[0, :pages].long()]
+        plan = mlagen.DecodePlan(kernel, max_batch=batch, num_sms=num_sms, max_seq_len=16384)
+        out, lse = run(kernel, plan, q, kv, table, lens)
+        torch.cuda.synchronize()
+        bitwise = bool(torch.equal(out[slot], alone[0]) and torch.equal(lse[slot], alone_lse[0]))
+        results.append(dict(case="invariance", seq_lens=f"{batch} requests, target at {slot}",
+                            num_sms=num_sms, work_items=plan.num_work, bitwise_equal=bitwise,
+                            ok=bitwise))
+    return results
+
+
+def main():
+    torch.manual_seed(0)
+    rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
+    print("backend:", rt.backend, flush=True)
+    arch = "sm_90a" if torch.cuda.get_device_capability() >= (9, 0) else "sm_80"
+    num_sms = torch.cuda.get_device_properties(0).multi_processor_count
+    ragged = [1, 17, 300, 4096, 16384, 64, 2, 1000]
+    results = []
+
+    def report(r):
+        results.append(r)
+        errs = (f"err={r['max_abs_err']:.2e} lse_rel={r['lse_max_rel_err']:.2e} "
+                f"unwritten={r['unwritten']}" if "max_abs_err" in r else "")
+        print(f"{'PASS' if r['ok'] else 'FAIL'} {r['case']} {r.get('signature', '')} "
+              f"lens={r['seq_lens']} sms={r.get('num_sms', '')} work={r.get('work_items', '')} "
+              f"{errs}", flush=True)
+
+    for heads in (1, 8, 16, 128):
+        for q_len in (1, 4):
+            for page in (1, 16, 64):
+                report(numerics_case(rt, arch, heads, q_len, page, ragged, num_sms))
+    # Plans that split nothing (one SM) and split much (many SMs); empty and
+    # short requests (q_len 4 with fewer keys than tokens); fp16.
+    report(numerics_case(rt, arch, 16, 1, 64, ragged, 1))
+    report(numerics_case(rt, arch, 128, 1, 64, [16384, 3], 4096))
+    report(numerics_case(rt, arch, 16, 4, 16, [0, 1, 3, 4, 5, 0], num_sms))
+    report(numerics_case(rt, arch, 16, 1, 64, ragged, num_sms, dtype="fp16"))
+    for r in graph_case(rt, arch):
+        report(r)
+    for r in invariance_case(rt, arch):
+        report(r)
+
+    out_dir = os.environ.get("OUT", "/tmp")
+    with open(os.path.join(out_dir, "decode_numerics.json"), "w") as f:
+        json.dump(dict(gpu=torch.cuda.get_device_name(), backend=rt.backend, atol=ATOL,
+                       lse_rtol=LSE_RTOL, results=results), f, indent=1)
+    failed = [r for r in results if not r["ok"]]
+    print(f"{len(results) - len(failed)}/{len(results)} cases pass", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,982 @@
+// Absorbed MLA decode (DeepSeek) on matrix cores only: mma.sync on NVIDIA,
+// MFMA on AMD CDNA. One latent KV head of 576 columns is shared by every q
+// head; V is its first 512 columns, read from the same shared-memory tile as
+// K. `mlagen_decode` runs one work item (a request's key chunk) per block
+// against a paged cache and writes either the final output or an fp32
+// partial; `mlagen_decode_reduce` merges the partials of each request by LSE
+// in slot order. templates/DECODE_CONTRACT.md defines the ABI, the work list
+// and the masking rule.
+
+@@MLAGEN_CONFIG@@
+
+@@MLAGEN_PRELUDE@@
+
+// Host mirror: lib/Runtime/DecodeParams.h. Strides are in elements.
+struct mlagen_decode_params {
+  const void *q;
+  const void *kv_cache;
+  void *out;
+  float *lse;
+  const int *block_table;
+  const int *seq_lens;
+  const int *work;     // int4 per item: batch, key_begin, key_end, slot
+  const int *num_work; // [1]
+  const int *merge;    // int2 per request: first_slot, num_slots
+  float *partial_out;  // [slot][kQLen * kNumHeads][kHeadDimV]
+  float *partial_lse;  // [slot][kQLen * kNumHeads]
+  long long q_batch_stride, q_token_stride, q_head_stride;
+  long long out_batch_stride, out_token_stride, out_head_stride;
+  long long kv_block_stride, kv_token_stride;
+  int block_table_stride;
+  int batch;
+  float softmax_scale;
+  int reserved;
+};
+
+namespace mlagen {
+namespace decode {
+
+using namespace mlagen_config;
+
+typedef select_type<kInputBF16, bf16, fp16>::type Elem;
+// Storage of one cache element. fp8 caches (kCacheDType 1) will dequantise
+// in the tile copy; until then the cache holds q's type.
+static_assert(kCacheDType == 0, "only 16-bit caches (kCacheDType 0) so far");
+typedef Elem CacheElem;
+
+static_assert(kHeadDimQK == 576 && kHeadDimV == 512, "absorbed MLA: K is 576 wide, V its first 512 columns");
+static_assert(kQLen >= 1 && kQLen <= 8, "1..8 query tokens per request");
+static_assert(kPageSize >= 1 && kPageSize <= 256 && (kPageSize & (kPageSize - 1)) == 0,
+              "kPageSize is a power of two in 1..256");
+static_assert(kHeadsPerBlock % 16 == 0, "kHeadsPerBlock (q rows per block) is a multiple of 16");
+static_assert(kTileK % 16 == 0, "kTileK is a multiple of 16");
+static_assert(kThreads == kNumWarps * kWaveSize, "kThreads = kNumWarps * kWaveSize");
+static_assert(kStages >= 1, "at least one KV buffer");
+static_assert(kThreads % 128 == 0, "the reduce kernel gives each row 128 threads");
+
+// q rows of a request, row = token * kNumHeads + head. A block owns
+// kHeadsPerBlock consecutive rows. Rows past kRows, and rows of heads at or
+// past kNumQHeads (the caller's heads, when kNumHeads pads them), are
+// padding: zero q, nothing written.
+static_assert(kNumQHeads >= 1 && kNumQHeads <= kNumHeads, "kNumQHeads <= kNumHeads");
+constexpr int kRows = kQLen * kNumHeads;
+constexpr int kRowTiles = kHeadsPerBlock / 16;
+MLAGEN_DEVICE bool is_real_row(int g) { return g < kRows && (kNumQHeads == kNumHeads || g % kNumHeads < kNumQHeads); }
+
+struct alignas(8) Pair32 {
+  u32 x, y;
+};
+struct alignas(8) Float2 {
+  float x, y;
+};
+struct alignas(16) Float4 {
+  float x, y, z, w;
+};
+
+// Tile copies move 16-byte chunks, 8 threads to a 576-element row (1152
+// contiguous bytes per row in 9 column blocks of 128 bytes).
+constexpr int kChunkElems = 16 / (int)sizeof(CacheElem);
+constexpr int kCopyThreadsPerRow = 8;
+constexpr int kCopyRowsPerPass = kThreads / kCopyThreadsPerRow;
+constexpr int kCopyBlockCols = kCopyThreadsPerRow * kChunkElems;
+constexpr int kCopyColumnBlocks = kHeadDimQK / kCopyBlockCols;
+static_assert(kHeadDimQK % kCopyBlockCols == 0, "rows split into whole column blocks");
+constexpr int kKVPasses = ceil_div(kTileK, kCopyRowsPerPass);
+
+// One work item as this block runs it.
+struct Job {
+  int batch;
+  int key_begin;  // first key of the chunk
+  int key_end;    // one past its last key, as planned
+  int block_end;  // one past the last key some row of this block sees
+  int mask_from;  // keys at or past this are invisible to some row
+  int seq_len;
+  int slot;       // -1: final output, else the partial slot
+  int row0;       // first q row of the block
+  float unit;     // softmax_scale * log2(e): raw q.k -> log2-unit logit
+
+  // One past the last key row g (< kRows or padding) may see. Query token t
+  // sees keys [0, seq_len - kQLen + t].
+  MLAGEN_DEVICE int row_end(int g) const {
+    const int t = min_int(g / kNumHeads, kQLen - 1);
+    return min_int(key_end, seq_len - kQLen + 1 + t);
+  }
+};
+
+// Reads the block's work item; false if the block has none.
+MLAGEN_DEVICE bool load_job(const mlagen_decode_params &p, Job &job) {
+  const int index = block_index_x();
+  if (index >= *p.num_work)
+    return false;
+  const int *item = p.work + 4 * index;
+  job.batch = item[0];
+  job.key_begin = item[1];
+  job.key_end = item[2];
+  job.slot = item[3];
+  job.seq_len = p.seq_lens[job.batch];
+  job.row0 = block_index_y() * kHeadsPerBlock;
+  job.block_end = max_int(job.key_begin, job.row_end(job.row0 + kHeadsPerBlock - 1));
+  job.mask_from = job.row_end(job.row0);
+  job.unit = p.softmax_scale * kLog2e;
+  return true;
+}
+
+// Key rows of the request through its block table. Row lookups of a tile
+// happen one tile before its copy is issued, so the table's load latency
+// hides behind a tile of math.
+struct PagedCache {
+  const u16 *base;
+  const int *pages; // the request's block-table row
+  long long block_stride;
+  long long token_stride;
+
+  MLAGEN_DEVICE int page_of(int key) const { return pages[(unsigned)key / kPageSize]; }
+  MLAGEN_DEVICE const u16 *row(int page, int key) const {
+    return base + page * block_stride + (long long)((unsigned)key % kPageSize) * token_stride;
+  }
+};
+
+// The copy rows of one thread in a KV tile: row r = tid / 8 + pass * kCopyRowsPerPass.
+struct KVRows {
+  int page[kKVPasses]; // -1: past the block's keys (zero-filled, never read)
+
+  MLAGEN_DEVICE void lookup(const PagedCache &cache, const Job &job, int k0, int tid) {
+#pragma unroll
+    for (int pass = 0; pass < kKVPasses; ++pass) {
+      const int r = tid / kCopyThreadsPerRow + pass * kCopyRowsPerPass;
+      const int key = k0 + r;
+      const bool valid = (kTileK % kCopyRowsPerPass == 0 || r < kTileK) && key < job.block_end;
+      page[pass] = valid ? cache.page_of(key) : -1;
+    }
+  }
+};
+
+// The 512 outputs of one row: the final bf16/fp16 output (slot -1) or the
+// fp32 partial of the slot.
+struct RowOutput {
+  u16 *out;      // null for a partial
+  float *partial;
+
+  MLAGEN_DEVICE void store2(int col, float v0, float v1) const {
+    if (out) {
+      *reinterpret_cast<u32 *>(out + col) = pack2<Elem>(v0, v1);
+    } else {
+      const Float2 v = {v0, v1};
+      *reinterpret_cast<Float2 *>(partial + col) = v;
+    }
+  }
+  MLAGEN_DEVICE void store4(int col, float v0, float v1, float v2, float v3) const {
+    if (out) {
+      const Pair32 v = {pack2<Elem>(v0, v1), pack2<Elem>(v2, v3)};
+      *reinterpret_cast<Pair32 *>(out + col) = v;
+    } else {
+      const Float4 v = {v0, v1, v2, v3};
+      *reinterpret_cast<Float4 *>(partial + col) = v;
+    }
+  }
+};
+
+// Where a work item's results go.
+struct Output {
+  int slot;
+  u16 *out; // the request's out
+  long long out_token_stride, out_head_stride;
+  float *lse; // the request's lse ([kQLen][kNumQHeads]), or null
+  float *partial_out;
+  float *partial_lse;
+
+  MLAGEN_DEVICE RowOutput row(int g) const {
+    RowOutput r;
+    if (slot < 0) {
+      r.out = out + (g / kNumHeads) * out_token_stride + (g % kNumHeads) * out_head_stride;
+      r.partial = nullptr;
+    } else {
+      r.out = nullptr;
+      r.partial = partial_out + ((long long)slot * kRows + g) * kHeadDimV;
+    }
+    return r;
+  }
+  MLAGEN_DEVICE void store_lse(int g, float value) const {
+    if (slot >= 0)
+      partial_lse[(long long)slot * kRows + g] = value;
+    else if (kReturnLSE && lse)
+      lse[g / kNumHeads * kNumQHeads + g % kNumHeads] = value;
+  }
+};
+
+// Online-softmax state of one row: running max (log2 units) and this lane's
+// share of the running sum. Every warp keeps the state of every row of the
+// block; they all apply the same updates, so they agree bit for bit.
+struct RowState {
+  float max = kNegInf;
+  float sum = 0.0f;
+
+  // Takes the tile's row max (log2 units); returns the factor rescaling what
+  // was accumulated and sets `base`, subtracted before exp2. A row that has
+  // seen only masked keys keeps max -inf and base 0, so its p are 0, not NaN.
+  MLAGEN_DEVICE float update(float tile_max, float &base) {
+    const float new_max = max_float(max, tile_max);
+    base = new_max == kNegInf ? 0.0f : new_max;
+    const float alpha = exp2_approx(max - base);
+    max = new_max;
+    sum *= alpha;
+    return alpha;
+  }
+  MLAGEN_DEVICE static float output_scale(float total) { return total > 0.0f ? 1.0f / total : 0.0f; }
+  // Natural log; a row that saw no key gets -inf.
+  MLAGEN_DEVICE float lse(float total) const {
+    return total > 0.0f ? (max + log2_approx(total)) * kLn2 : kNegInf;
+  }
+};
+
+// The split of a [kHeadsPerBlock x kTileK] score tile over warps: a warp
+// takes the row tiles wm, wm + kQKWarpsM, ... and the key granules wn,
+// wn + kQKWarpsN, ... (granule: kGranule keys). The split of the
+// [kHeadsPerBlock x 512] output: warp w owns every row and the columns
+// [w * kColsPerWarp, (w + 1) * kColsPerWarp), so each V fragment it loads
+// serves all its row tiles.
+template <int kGranule>
+struct Split {
+  static constexpr int kGranules = kTileK / kGranule;
+  static constexpr int kQKWarpsM = min_int(kRowTiles, kNumWarps);
+  static constexpr int kQKWarpsN = kNumWarps / kQKWarpsM;
+  static constexpr int kQKRowTiles = kRowTiles / kQKWarpsM;
+  static constexpr int kQKGranules = ceil_div(kGranules, kQKWarpsN);
+  static constexpr int kColsPerWarp = kHeadDimV / kNumWarps;
+  static_assert(kTileK % kGranule == 0, "kTileK is a multiple of the key granule");
+  static_assert(kRowTiles % kQKWarpsM == 0 && kNumWarps % kQKWarpsM == 0,
+                "row tiles and warps divide evenly (powers of two)");
+  static_assert(kColsPerWarp % 16 == 0, "each warp owns a multiple of 16 V columns (kNumWarps <= 32)");
+  // Warps past the last granule (kGranules < kQKWarpsN) idle in S = Q K^T.
+  MLAGEN_DEVICE static bool has_granule(int wn, int j) {
+    return kGranules % kQKWarpsN == 0 || wn + j * kQKWarpsN < kGranules;
+  }
+};
+
+#if MLAGEN_TARGET_NVIDIA
+// NVIDIA, mma.sync m16n8k16. Q and each KV tile live in shared memory
+// (cp.async, kStages deep); S = Q K^T per (row tile, 8-key granule) in C
+// fragments; tile row maxima meet in shared memory; P goes to shared memory
+// as 16-bit and comes back as A fragments of O += P V, whose B fragments are
+// ldmatrix.trans of the first 512 columns of the same KV tile.
+namespace warp_mma {
+
+static_assert(kWaveSize == 32, "NVIDIA warps are 32 lanes");
+typedef Split<8> S;
+
+// Rows padded by 8 elements: the 8 rows an ldmatrix reads start 16 bytes
+// apart modulo 128, so they hit distinct banks.
+constexpr int kStrideK = kHeadDimQK + 8;
+constexpr int kStrideP = kTileK + 8;
+constexpr int kQTileElems = kHeadsPerBlock * kStrideK;
+constexpr int kKVTileElems = kTileK * kStrideK;
+constexpr int kPTileElems = kHeadsPerBlock * kStrideP;
+constexpr int kSharedBytesUsed = 2 * (kQTileElems + kStages * kKVTileElems + 2 * kPTileElems) +
+                                 4 * kHeadsPerBlock * (S::kGranules + kNumWarps);
+static_assert(kSharedBytesUsed <= kSharedBytes, "tiles exceed kSharedBytes");
+
+constexpr int kQKPairs = kHeadDimQK / 32;    // two k-steps of S per ldmatrix of K
+// With few S fragments per warp (and one or two warps per scheduler) the
+// QK loop is latency-bound: the two k-steps of a pair then accumulate into
+// separate fragments, and the next pair's operands load before this pair's
+// MMAs. Large row blocks have enough independent MMAs and no spare registers.
+constexpr bool kQKSplitPairs = S::kQKRowTiles * S::kQKGranules < 4;
+constexpr bool kQKPrefetch = kRowTiles * S::kColsPerWarp / 2 <= 64; // O registers <= 64
+constexpr int kPVSteps = kTileK / 16;        // k-steps of O += P V
+constexpr int kOTiles = S::kColsPerWarp / 8; // n8 tiles of O per warp
+static_assert(kRowTiles * kOTiles * 4 <= 128,
+              "NVIDIA: O takes 16 * kHeadsPerBlock / kNumWarps registers; keep it <= 128");
+
+// Issues the copy of kRows_ x 576 rows into shared memory (row stride
+// kStrideK); `src_of(r)` gives row r's address or null (zero-fill).
+template <int kRows_, class RowSource>
+MLAGEN_DEVICE void copy_rows_async(u16 *dst, const u16 *safe, int tid, const RowSource &src_of) {
+  const int col = tid % kCopyThreadsPerRow * kChunkElems;
+#pragma unroll
+  for (int pass = 0; pass < ceil_div(kRows_, kCopyRowsPerPass); ++pass) {
+    const int r = tid / kCopyThreadsPerRow + pass * kCopyRowsPerPass;
+    if (kRows_ % kCopyRowsPerPass != 0 && r >= kRows_)
+      break;
+    const u16 *src = src_of(r, pass);
+    const bool valid = src != nullptr;
+    // A skipped row reads nothing; its addresses stay inside row 0 of `safe`.
+    src = (valid ? src : safe) + col;
+    const u32 at = nv::shared_address(dst + r * kStrideK + col);
+#pragma unroll
+    for (int cb = 0; cb < kCopyColumnBlocks; ++cb)
+      nv::cp_async_16(at + 2 * cb * kCopyBlockCols, src + cb * kCopyBlockCols, valid);
+  }
+}
+
+MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const u16 *q,
+                          long long q_token_stride, long long q_head_stride, const Output &output,
+                          u16 *smem) {
+  u16 *const q_tile = smem;
+  u16 *const kv_tiles = q_tile + kQTileElems;
+  u16 *const p_tile = kv_tiles + kStages * kKVTileElems;
+  u16 *const p_residue = p_tile + kPTileElems;
+  float *const red_max = reinterpret_cast<float *>(p_residue + kPTileElems); // [granule][row]
+  float *const red_sum = red_max + S::kGranules * kHeadsPerBlock;            // [warp][row]
+
+  const int tid = thread_index();
+  const int warp = tid / 32;
+  const int lane = tid % 32;
+  const int group = lane / 4; // fragment row (and row + 8)
+  const int quad = lane % 4;  // fragment column pair
+  const int qk_m = warp % S::kQKWarpsM;
+  const int qk_n = warp / S::kQKWarpsM;
+
+  const int num_tiles = ceil_div(job.block_end - job.key_begin, kTileK);
+  // One tile of keys: each p is a large weight, and its 16-bit rounding
+  // (2^-9 relative) would show in the output at the level of the output's
+  // own rounding. Such items also multiply P's rounding residue.
+  const bool few_keys = num_tiles == 1;
+
+  // ldmatrix lane offsets (elements): lane i addresses row i % 8 of matrix i / 8.
+  const int a_lane = (lane % 8 + 8 * (lane / 8 % 2)) * kStrideK + 8 * (lane / 16); // Q: A fragment
+  const int k_lane = lane % 8 * kStrideK + 8 * (lane / 8);                         // K: B of 2 k-steps
+  const int v_lane = (lane % 8 + 8 * (lane / 8 % 2)) * kStrideK + 8 * (lane / 16); // V: B (trans), 2 n8 tiles
+  const int p_lane = (lane % 8 + 8 * (lane / 8 % 2)) * kStrideP + 8 * (lane / 16); // P: A fragment
+  const int col0 = warp * S::kColsPerWarp;
+
+  KVRows next = {};
+  auto issue_kv = [&](int tile) {
+    const int k0 = job.key_begin + tile * kTileK;
+    copy_rows_async<kTileK>(kv_tiles + tile % kStages * kKVTileElems, cache.base, tid,
+                            [&](int r, int pass) -> const u16 * {
+                              return next.page[pass] >= 0 ? cache.row(next.page[pass], k0 + r) : nullptr;
+                            });
+  };
+  auto lookup_kv = [&](int tile) { next.lookup(cache, job, job.key_begin + tile * kTileK, tid); };
+
+  float o[kRowTiles][kOTiles][4] = {};
+  RowState rows[kRowTiles][2]; // rows 16 rt + group and 16 rt + group + 8
+
+  if (num_tiles > 0) {
+    // Q joins the first committed group.
+    copy_rows_async<kHeadsPerBlock>(q_tile, q, tid, [&](int r, int) -> const u16 * {
+      const int g = job.row0 + r;
+      return is_real_row(g) ? q + (g / kNumHeads) * q_token_stride + (g % kNumHeads) * q_head_stride : nullptr;
+    });
+    for (int s = 0; s + 1 < kStages; ++s) {
+      if (s < num_tiles) {
+        lookup_kv(s);
+        issue_kv(s);
+      }
+      nv::cp_async_commit();
+    }
+    if (kStages - 1 < num_tiles)
+      lookup_kv(kStages - 1);
+  }
+
+  for (int it = 0; it < num_tiles; ++it) {
+    if (kStages == 1) {
+      if (it > 0)
+        block_barrier(); // everyone is done with the single buffer
+      issue_kv(it);
+      if (it + 1 < num_tiles)
+        lookup_kv(it + 1);
+      nv::cp_async_commit();
+    }
+    nv::cp_async_wait<kStages == 1 ? 0 : kStages - 2>();
+    // Makes tile `it` visible and frees the buffer read in iteration it - 1.
+    block_barrier();
+    if (kStages > 1) {
+      if (it + kStages - 1 < num_tiles) {
+        issue_kv(it + kStages - 1);
+        if (it + kStages < num_tiles)
+          lookup_kv(it + kStages);
+      }
+      nv::cp_async_commit();
+    }
+    const int k0 = job.key_begin + it * kTileK;
+    const u16 *const kv = kv_tiles + it % kStages * kKVTileElems;
+
+    // S = Q K^T over this warp's (row tile, granule) pairs; element e of
+    // s[i][j] is row 16 rt + group + 8 (e / 2), key 8 g + 2 quad + e % 2.
+    float s[S::kQKRowTiles][S::kQKGranules][4] = {};
+    float s_odd[kQKSplitPairs ? S::kQKRowTiles : 1][S::kQKGranules][4] = {}; // odd k-steps
+    const u32 q_base = nv::shared_address(q_tile + a_lane + qk_m * 16 * kStrideK);
+    const u32 k_base = nv::shared_address(kv + k_lane + qk_n * 8 * kStrideK);
+    // Operands of one pair of k-steps: a[i][0..1] (Q, k-steps 2kp and
+    // 2kp + 1), b[j] (K: b0, b1 of k-step 2kp, then of 2kp + 1).
+    struct PairOperands {
+      u32 a[S::kQKRowTiles][2][4];
+      u32 b[S::kQKGranules][4];
+    };
+    auto load_pair = [&](PairOperands &ops, int kp) {
+#pragma unroll
+      for (int i = 0; i < S::kQKRowTiles; ++i) {
+        nv::ldmatrix_x4(ops.a[i][0], q_base + 2 * (i * S::kQKWarpsM * 16 * kStrideK + kp * 32));
+        nv::ldmatrix_x4(ops.a[i][1], q_base + 2 * (i * S::kQKWarpsM * 16 * kStrideK + kp * 32 + 16));
+      }
+#pragma unroll
+      for (int j = 0; j < S::kQKGranules; ++j) {
+        if (S::has_granule(qk_n, j))
+          nv::ldmatrix_x4(ops.b[j], k_base + 2 * (j * S::kQKWarpsN * 8 * kStrideK + kp * 32));
+      }
+    };
+    PairOperands ops[kQKPrefetch ? 2 : 1];
+    if (kQKPrefetch)
+      load_pair(ops[0], 0);
+#pragma unroll
+    for (int kp = 0; kp < kQKPairs; ++kp) {
+      PairOperands &cur = ops[kQKPrefetch ? kp % 2 : 0];
+      if (!kQKPrefetch)
+        load_pair(cur, kp);
+      else if (kp + 1 < kQKPairs)
+        load_pair(ops[(kp + 1) % 2], kp + 1);
+#pragma unroll
+      for (int j = 0; j < S::kQKGranules; ++j) {
+        if (!S::has_granule(qk_n, j))
+          continue;
+#pragma unroll
+        for (int i = 0; i < S::kQKRowTiles; ++i) {
+          nv::mma_16x8x16<Elem>(s[i][j], cur.a[i][0], cur.b[j][0], cur.b[j][1]);
+          nv::mma_16x8x16<Elem>(kQKSplitPairs ? s_odd[kQKSplitPairs ? i : 0][j] : s[i][j], cur.a[i][1],
+                                cur.b[j][2], cur.b[j][3]);
+        }
+      }
+    }
+    if (kQKSplitPairs) {
+#pragma unroll
+      for (int i = 0; i < S::kQKRowTiles; ++i) {
+#pragma unroll
+        for (int j = 0; j < S::kQKGranules; ++j) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            s[i][j][e] += s_odd[kQKSplitPairs ? i : 0][j][e];
+        }
+      }
+    }
+
+    // Causal mask and the per-granule row maxima of the raw scores.
+    const bool masked = k0 + kTileK > job.mask_from;
+#pragma unroll
+    for (int i = 0; i < S::kQKRowTiles; ++i) {
+      const int rt = qk_m + i * S::kQKWarpsM;
+#pragma unroll
+      for (int j = 0; j < S::kQKGranules; ++j) {
+        if (!S::has_granule(qk_n, j))
+          continue;
+        const int g = qk_n + j * S::kQKWarpsN;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = rt * 16 + group + 8 * h;
+          if (masked) {
+            const int end = job.row_end(job.row0 + r);
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+              if (k0 + g * 8 + 2 * quad + e >= end)
+                s[i][j][2 * h + e] = kNegInf;
+          }
+          float m = max_float(s[i][j][2 * h], s[i][j][2 * h + 1]);
+          m = max_float(m, shfl_xor(m, 1));
+          m = max_float(m, shfl_xor(m, 2));
+          if (quad == 0)
+            red_max[g * kHeadsPerBlock + r] = m;
+        }
+      }
+    }
+    block_barrier(); // maxima visible
+
+    float alpha[kRowTiles][2], base[kRowTiles][2];
+#pragma unroll
+    for (int rt = 0; rt < kRowTiles; ++rt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = rt * 16 + group + 8 * h;
+        float m = kNegInf;
+#pragma unroll
+        for (int g = 0; g < S::kGranules; ++g)
+          m = max_float(m, red_max[g * kHeadsPerBlock + r]);
+        alpha[rt][h] = rows[rt][h].update(m * job.unit, base[rt][h]);
+      }
+    }
+    // P of this warp's pairs into shared memory (and its rounding residue
+    // when one tile is all there is). Row tiles run at compile time so that
+    // rows[] and base[] stay in registers.
+#pragma unroll
+    for (int rt = 0; rt < kRowTiles; ++rt) {
+      if (rt % S::kQKWarpsM != qk_m)
+        continue;
+      const int i = rt / S::kQKWarpsM;
+#pragma unroll
+      for (int j = 0; j < S::kQKGranules; ++j) {
+        if (!S::has_granule(qk_n, j))
+          continue;
+        const int g = qk_n + j * S::kQKWarpsN;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float p0 = exp2_approx(s[i][j][2 * h] * job.unit - base[rt][h]);
+          const float p1 = exp2_approx(s[i][j][2 * h + 1] * job.unit - base[rt][h]);
+          rows[rt][h].sum += p0 + p1;
+          const int at = (rt * 16 + group + 8 * h) * kStrideP + g * 8 + 2 * quad;
+          const u32 packed = pack2<Elem>(p0, p1);
+          *reinterpret_cast<u32 *>(p_tile + at) = packed;
+          if (few_keys)
+            *reinterpret_cast<u32 *>(p_residue + at) = rounding_residue<Elem>(p0, p1, packed);
+        }
+      }
+    }
+#pragma unroll
+    for (int rt = 0; rt < kRowTiles; ++rt) {
+#pragma unroll
+      for (int ot = 0; ot < kOTiles; ++ot) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          o[rt][ot][e] *= alpha[rt][e / 2];
+      }
+    }
+    block_barrier(); // P visible
+
+    // O += P V over this warp's columns; V is the KV tile's first 512 columns.
+    const u32 v_base = nv::shared_address(kv + v_lane + col0);
+    // The residue pass (one-tile items only) runs apart so that its
+    // fragments do not occupy registers in the main pass.
+    for (int pass = 0; pass < (few_keys ? 2 : 1); ++pass) {
+      const u16 *const p_src = pass == 0 ? p_tile : p_residue;
+#pragma unroll
+      for (int ps = 0; ps < kPVSteps; ++ps) {
+        u32 pa[kRowTiles][4];
+#pragma unroll
+        for (int rt = 0; rt < kRowTiles; ++rt)
+          nv::ldmatrix_x4(pa[rt], nv::shared_address(p_src + p_lane + rt * 16 * kStrideP + ps * 16));
+#pragma unroll
+        for (int ot = 0; ot < kOTiles; ot += 2) {
+          u32 b[4]; // b0, b1 of n8 tiles ot and ot + 1
+          nv::ldmatrix_x4_trans(b, v_base + 2 * (ps * 16 * kStrideK + ot * 8));
+#pragma unroll
+          for (int rt = 0; rt < kRowTiles; ++rt) {
+            nv::mma_16x8x16<Elem>(o[rt][ot], pa[rt], b[0], b[1]);
+            nv::mma_16x8x16<Elem>(o[rt][ot + 1], pa[rt], b[2], b[3]);
+          }
+        }
+      }
+    }
+  }
+
+  // Row sums: this lane's share, then the quad's, then every warp's in
+  // warp order (a fixed order: the result does not depend on timing).
+#pragma unroll
+  for (int rt = 0; rt < kRowTiles; ++rt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float sum = rows[rt][h].sum;
+      sum += shfl_xor(sum, 1);
+      sum += shfl_xor(sum, 2);
+      if (quad == 0)
+        red_sum[warp * kHeadsPerBlock + rt * 16 + group + 8 * h] = sum;
+    }
+  }
+  block_barrier();
+#pragma unroll
+  for (int rt = 0; rt < kRowTiles; ++rt) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = rt * 16 + group + 8 * h;
+      const int g = job.row0 + r;
+      if (!is_real_row(g))
+        continue;
+      float total = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kNumWarps; ++w)
+        total += red_sum[w * kHeadsPerBlock + r];
+      const float scale = RowState::output_scale(total);
+      const RowOutput row = output.row(g);
+#pragma unroll
+      for (int ot = 0; ot < kOTiles; ++ot)
+        row.store2(col0 + ot * 8 + 2 * quad, o[rt][ot][2 * h] * scale, o[rt][ot][2 * h + 1] * scale);
+      if (warp == 0 && quad == 0)
+        output.store_lse(g, rows[rt][h].lse(total));
+    }
+  }
+}
+
+} // namespace warp_mma
+#endif // MLAGEN_TARGET_NVIDIA
+
+#if MLAGEN_TARGET_CDNA
+// AMD CDNA, wave64 MFMA 16x16. S^T = K Q^T per (row tile, 16-key granule):
+// the K operand comes from the LDS tile, Q^T stays in registers, and lane l
+// ends up with query l % 16 and keys 4 (l / 16) + i. P goes to LDS; O^T +=
+// V^T P^T then keeps one query per lane (its own rescale and normalisation)
+// and four adjacent output columns. V^T's operand gathers 16-bit elements
+// from the first 512 columns of the row-major KV tile, so V is never stored
+// twice. Tiles stream global -> registers -> LDS, the next tile's loads in
+// flight during this tile's math.
+namespace wave_mfma {
+
+using cdna::kLaneK;
+using cdna::kMfmaK;
+using cdna::mfma_operand;
+
+static_assert(kWaveSize == 64, "CDNA waves are 64 lanes");
+static_assert(kTileK % kMfmaK == 0, "CDNA: kTileK is a multiple of the MFMA depth (32 on gfx950)");
+typedef Split<16> S;
+
+// Padding so that the 16 rows a quarter wave reads (kLaneK elements each)
+// hit distinct banks.
+constexpr int kStrideK = kHeadDimQK + kLaneK;
+constexpr int kStrideP = kTileK + kLaneK;
+constexpr int kKVTileElems = kTileK * kStrideK;
+constexpr int kPTileElems = kHeadsPerBlock * kStrideP;
+constexpr int kSharedBytesUsed = 2 * (kStages * kKVTileElems + 2 * kPTileElems) +
+                                 4 * kHeadsPerBlock * (S::kGranules + kNumWarps);
+static_assert(kSharedBytesUsed <= kSharedBytes, "tiles exceed kSharedBytes");
+
+constexpr int kQKSteps = kHeadDimQK / kMfmaK;
+constexpr int kPVSteps = kTileK / kMfmaK;
+constexpr int kOBlocks = S::kColsPerWarp / 16;
+static_assert(kRowTiles * kOBlocks * 4 <= 128,
+              "CDNA: O takes 8 * kHeadsPerBlock / kNumWarps registers; keep it <= 128");
+
+// One thread's share of a KV tile in registers: 16-byte chunks of its rows.
+struct StagedKV {
+  u32x4 chunk[kKVPasses][kCopyColumnBlocks];
+
+  MLAGEN_DEVICE void fetch(const PagedCache &cache, const KVRows &rows, int k0, int tid) {
+    const int col = tid % kCopyThreadsPerRow * kChunkElems;
+    const u32x4 zero = {0u, 0u, 0u, 0u};
+#pragma unroll
+    for (int pass = 0; pass < kKVPasses; ++pass) {
+      const int r = tid / kCopyThreadsPerRow + pass * kCopyRowsPerPass;
+      const int page = rows.page[pass];
+      const u16 *src = cache.row(page < 0 ? 0 : page, k0 + r) + col;
+#pragma unroll
+      for (int cb = 0; cb < kCopyColumnBlocks; ++cb)
+        chunk[pass][cb] = page >= 0 ? *reinterpret_cast<const u32x4 *>(src + cb * kCopyBlockCols) : zero;
+    }
+  }
+  MLAGEN_DEVICE void store(u16 *tile, int tid) const {
+    const int col = tid % kCopyThreadsPerRow * kChunkElems;
+#pragma unroll
+    for (int pass = 0; pass < kKVPasses; ++pass) {
+      const int r = tid / kCopyThreadsPerRow + pass * kCopyRowsPerPass;
+      if (kTileK % kCopyRowsPerPass != 0 && r >= kTileK)
+        break;
+#pragma unroll
+      for (int cb = 0; cb < kCopyColumnBlocks; ++cb) {
+        u16 *dst = tile + r * kStrideK + col + cb * kCopyBlockCols;
+        if (kStrideK % 8 == 0) {
+          *reinterpret_cast<u32x4 *>(dst) = chunk[pass][cb];
+        } else { // rows are only 8-byte aligned
+          *reinterpret_cast<u32x2 *>(dst) = chunk[pass][cb].xy;
+          *reinterpret_cast<u32x2 *>(dst + 4) = chunk[pass][cb].zw;
+        }
+      }
+    }
+  }
+};
+
+MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const u16 *q,
+                          long long q_token_stride, long long q_head_stride, const Output &output,
+                          u16 *smem) {
+  u16 *const kv_tiles = smem;
+  u16 *const p_tile = kv_tiles + kStages * kKVTileElems;
+  u16 *const p_residue = p_tile + kPTileElems;
+  float *const red_max = reinterpret_cast<float *>(p_residue + kPTileElems); // [granule][row]
+  float *const red_sum = red_max + S::kGranules * kHeadsPerBlock;            // [wave][row]
+
+  const int tid = thread_index();
+  const int wave = wave_uniform(tid / 64);
+  const int lane = lane_index();
+  const int column = lane % 16; // query (or key, as the K operand's row)
+  const int slice = lane / 16;  // which quarter of the contraction it holds
+  const int qk_m = wave % S::kQKWarpsM;
+  const int qk_n = wave / S::kQKWarpsM;
+  const int col0 = wave * S::kColsPerWarp;
+
+  const int num_tiles = ceil_div(job.block_end - job.key_begin, kTileK);
+  const bool few_keys = num_tiles == 1; // see the NVIDIA path
+
+  // B operand of S^T = K Q^T: lane holds Q[row][kMfmaK ks + kLaneK slice + i].
+  mfma_operand q_frag[S::kQKRowTiles][kQKSteps];
+#pragma unroll
+  for (int i = 0; i < S::kQKRowTiles; ++i) {
+    const int g = job.row0 + (qk_m + i * S::kQKWarpsM) * 16 + column;
+    const u16 *src = q + (g / kNumHeads) * q_token_stride + (g % kNumHeads) * q_head_stride + kLaneK * slice;
+#pragma unroll
+    for (int ks = 0; ks < kQKSteps; ++ks) {
+      const mfma_operand zero = {};
+      q_frag[i][ks] = is_real_row(g) && num_tiles > 0 ? *reinterpret_cast<const mfma_operand *>(src + ks * kMfmaK) : zero;
+    }
+  }
+
+  f32x4 o[kRowTiles][kOBlocks] = {};
+  RowState rows[kRowTiles]; // this lane's query of each row tile
+
+  KVRows next = {};
+  StagedKV staged;
+  if (num_tiles > 0) {
+    next.lookup(cache, job, job.key_begin, tid);
+    staged.fetch(cache, next, job.key_begin, tid);
+    if (num_tiles > 1)
+      next.lookup(cache, job, job.key_begin + kTileK, tid);
+  }
+
+  for (int it = 0; it < num_tiles; ++it) {
+    const int k0 = job.key_begin + it * kTileK;
+    u16 *const kv = kv_tiles + it % kStages * kKVTileElems;
+    if (kStages == 1 && it > 0)
+      block_barrier(); // everyone is done with the single buffer
+    // With kStages >= 2 the barriers of iteration it - 1 already ordered
+    // this store after the last reads of the buffer.
+    staged.store(kv, tid);
+    block_barrier(); // the tile is visible to every wave
+    if (it + 1 < num_tiles) {
+      staged.fetch(cache, next, k0 + kTileK, tid);
+      if (it + 2 < num_tiles)
+        next.lookup(cache, job, k0 + 2 * kTileK, tid);
+    }
+
+    // s[i][j][e] = S[row 16 rt + column][key 16 g + 4 slice + e]
+    f32x4 s[S::kQKRowTiles][S::kQKGranules] = {};
+    const u16 *const k_lane = kv + column * kStrideK + kLaneK * slice;
+#pragma unroll
+    for (int ks = 0; ks < kQKSteps; ++ks) {
+#pragma unroll
+      for (int j = 0; j < S::kQKGranules; ++j) {
+        if (!S::has_granule(qk_n, j))
+          continue;
+        const int g = qk_n + j * S::kQKWarpsN;
+        const mfma_operand a = *reinterpret_cast<const mfma_operand *>(k_lane + g * 16 * kStrideK + ks * kMfmaK);
+#pragma unroll
+        for (int i = 0; i < S::kQKRowTiles; ++i)
+          s[i][j] = cdna::mfma_16x16<Elem>(a, q_frag[i][ks], s[i][j]);
+      }
+    }
+
+    const bool masked = k0 + kTileK > job.mask_from;
+#pragma unroll
+    for (int i = 0; i < S::kQKRowTiles; ++i) {
+      const int r = (qk_m + i * S::kQKWarpsM) * 16 + column;
+      const int end = job.row_end(job.row0 + r);
+#pragma unroll
+      for (int j = 0; j < S::kQKGranules; ++j) {
+        if (!S::has_granule(qk_n, j))
+          continue;
+        const int g = qk_n + j * S::kQKWarpsN;
+        float m = kNegInf;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          if (masked && k0 + g * 16 + 4 * slice + e >= end)
+            s[i][j][e] = kNegInf;
+          m = max_float(m, s[i][j][e]);
+        }
+        m = max_float(m, shfl_xor(m, 16));
+        m = max_float(m, shfl_xor(m, 32));
+        if (slice == 0)
+          red_max[g * kHeadsPerBlock + r] = m;
+      }
+    }
+    block_barrier(); // maxima visible
+
+    float alpha[kRowTiles], base[kRowTiles];
+#pragma unroll
+    for (int rt = 0; rt < kRowTiles; ++rt) {
+      float m = kNegInf;
+#pragma unroll
+      for (int g = 0; g < S::kGranules; ++g)
+        m = max_float(m, red_max[g * kHeadsPerBlock + rt * 16 + column]);
+      alpha[rt] = rows[rt].update(m * job.unit, base[rt]);
+    }
+#pragma unroll
+    for (int rt = 0; rt < kRowTiles; ++rt) { // compile-time rt: rows[] and base[] stay in registers
+      if (rt % S::kQKWarpsM != qk_m)
+        continue;
+      const int i = rt / S::kQKWarpsM;
+#pragma unroll
+      for (int j = 0; j < S::kQKGranules; ++j) {
+        if (!S::has_granule(qk_n, j))
+          continue;
+        const int g = qk_n + j * S::kQKWarpsN;
+        float p[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          p[e] = exp2_approx(s[i][j][e] * job.unit - base[rt]);
+          rows[rt].sum += p[e];
+        }
+        const int at = (rt * 16 + column) * kStrideP + g * 16 + 4 * slice;
+        const u32x2 packed = {pack2<Elem>(p[0], p[1]), pack2<Elem>(p[2], p[3])};
+        *reinterpret_cast<u32x2 *>(p_tile + at) = packed;
+        if (few_keys) {
+          const u32x2 residue = {rounding_residue<Elem>(p[0], p[1], packed.x),
+                                 rounding_residue<Elem>(p[2], p[3], packed.y)};
+          *reinterpret_cast<u32x2 *>(p_residue + at) = residue;
+        }
+      }
+    }
+#pragma unroll
+    for (int rt = 0; rt < kRowTiles; ++rt) {
+#pragma unroll
+      for (int ob = 0; ob < kOBlocks; ++ob)
+        o[rt][ob] *= alpha[rt];
+    }
+    block_barrier(); // P visible
+
+    // O^T += V^T P^T: o[rt][ob][i] = O[row 16 rt + column][col0 + 16 ob + 4 slice + i].
+    const u16 *const v_lane = kv + kLaneK * slice * kStrideK + col0 + column;
+    // The residue pass (one-tile items only) runs apart so that its
+    // operands do not occupy registers in the main pass.
+    for (int pass = 0; pass < (few_keys ? 2 : 1); ++pass) {
+      const u16 *const p_src = pass == 0 ? p_tile : p_residue;
+#pragma unroll
+      for (int ps = 0; ps < kPVSteps; ++ps) {
+        mfma_operand pb[kRowTiles];
+#pragma unroll
+        for (int rt = 0; rt < kRowTiles; ++rt)
+          pb[rt] = *reinterpret_cast<const mfma_operand *>(p_src + (rt * 16 + column) * kStrideP + ps * kMfmaK +
+                                                           kLaneK * slice);
+#pragma unroll
+        for (int ob = 0; ob < kOBlocks; ++ob) {
+          // Lane holds V[kMfmaK ps + kLaneK slice + i][col0 + 16 ob + column]:
+          // one column down kLaneK rows of the row-major tile.
+          const u16 *src = v_lane + ps * kMfmaK * kStrideK + ob * 16;
+          mfma_operand a;
+#pragma unroll
+          for (int i = 0; i < kLaneK / 2; ++i)
+            a[i] = (u32)src[2 * i * kStrideK] | ((u32)src[(2 * i + 1) * kStrideK] << 16);
+#pragma unroll
+          for (int rt = 0; rt < kRowTiles; ++rt)
+            o[rt][ob] = cdna::mfma_16x16<Elem>(a, pb[rt], o[rt][ob]);
+        }
+      }
+    }
+  }
+
+  // Row sums: over the lane's slices, then over waves in wave order.
+#pragma unroll
+  for (int rt = 0; rt < kRowTiles; ++rt) {
+    float sum = rows[rt].sum;
+    sum += shfl_xor(sum, 16);
+    sum += shfl_xor(sum, 32);
+    if (slice == 0)
+      red_sum[wave * kHeadsPerBlock + rt * 16 + column] = sum;
+  }
+  block_barrier();
+#pragma unroll
+  for (int rt = 0; rt < kRowTiles; ++rt) {
+    const int r = rt * 16 + column;
+    const int g = job.row0 + r;
+    if (!is_real_row(g))
+      continue;
+    float total = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kNumWarps; ++w)
+      total += red_sum[w * kHeadsPerBlock + r];
+    const float scale = RowState::output_scale(total);
+    const RowOutput row = output.row(g);
+#pragma unroll
+    for (int ob = 0; ob < kOBlocks; ++ob) {
+      const f32x4 v = o[rt][ob] * scale;
+      row.store4(col0 + ob * 16 + 4 * slice, v.x, v.y, v.z, v.w);
+    }
+    if (wave == 0 && slice == 0)
+      output.store_lse(g, rows[rt].lse(total));
+  }
+}
+
+} // namespace wave_mfma
+#endif // MLAGEN_TARGET_CDNA
+
+} // namespace decode
+} // namespace mlagen
+
+#if MLAGEN_TARGET_NVIDIA
+namespace mlagen {
+namespace decode {
+// Blocks per SM that shared memory allows (228 KB per SM on sm_90, 164 KB
+// on sm_80, 1 KB reserved per block), at most what leaves a thread ~168
+// registers. ptxas then budgets registers for that many blocks; without a
+// minimum it may cap at 128 registers and spill.
+#if defined(MLAGEN_ARCH_SM80)
+constexpr int kSMSharedBytes = 167936;
+#else
+constexpr int kSMSharedBytes = 233472;
+#endif
+constexpr int kMinBlocksPerSM =
+    max_int(1, min_int(kSMSharedBytes / (kSharedBytes + 1024), 65536 / (kThreads * 168)));
+} // namespace decode
+} // namespace mlagen
+#define MLAGEN_DECODE_LAUNCH_BOUNDS __launch_bounds__(mlagen_config::kThreads, mlagen::decode::kMinBlocksPerSM)
+#else
+#define MLAGEN_DECODE_LAUNCH_BOUNDS __launch_bounds__(mlagen_config::kThreads)
+#endif
+
+// Grid: x = max_work (blocks past num_work[0] exit), y = ceil(kQLen *
+// kNumHeads / kHeadsPerBlock). Block: kThreads; dynamic shared memory kSharedBytes.
+extern "C" __global__ void MLAGEN_DECODE_LAUNCH_BOUNDS mlagen_decode(mlagen_decode_params p) {
+  using namespace mlagen;
+  using namespace mlagen::decode;
+  extern __shared__ __attribute__((aligned(16))) u16 mlagen_smem[];
+
+  Job job;
+  if (!load_job(p, job))
+    return;
+  const PagedCache cache = {static_cast<const u16 *>(p.kv_cache), p.block_table + (long long)job.batch * p.block_table_stride,
+                            p.kv_block_stride, p.kv_token_stride};
+  const Output output = {job.slot,
+                         static_cast<u16 *>(p.out) + job.batch * p.out_batch_stride,
+                         p.out_token_stride,
+                         p.out_head_stride,
+                         p.lse ? p.lse + (long long)job.batch * kQLen * kNumQHeads : nullptr,
+                         p.partial_out,
+                         p.partial_lse};
+  const u16 *q = static_cast<const u16 *>(p.q) + job.batch * p.q_batch_stride;
+#if MLAGEN_TARGET_NVIDIA
+  warp_mma::attend(job, cache, q, p.q_token_stride, p.q_head_stride, output, mlagen_smem);
+#else
+  wave_mfma::attend(job, cache, q, p.q_token_stride, p.q_head_stride, output, mlagen_smem);
+#endif
+}
+
+// Merges the partials of request b: out = sum_i w_i O_i / sum_i w_i with
+// w_i = exp(lse_i - max lse), summed in slot order. Grid: x = batch, y =
+// ceil(kQLen * kNumHeads / (kThreads / 128)); block kThreads, no shared
+// memory. Each row takes 128 threads of 4 columns.
+extern "C" __global__ void __launch_bounds__(mlagen_config::kThreads)
+    mlagen_decode_reduce(mlagen_decode_params p) {
+  using namespace mlagen;
+  using namespace mlagen::decode;
+  constexpr int kRowsPerBlock = kThreads / 128;
+  const int b = block_index_x();
+  const int first_slot = p.merge[2 * b];
+  const int num_slots = p.merge[2 * b + 1];
+  if (num_slots == 0)
+    return; // the request's only block wrote its output itself
+  const int tid = thread_index();
+  const int g = block_index_y() * kRowsPerBlock + tid / 128;
+  if (!is_real_row(g))
+    return;
+  const int col = tid % 128 * 4;
+
+  const float *lse_of = p.partial_lse + (long long)first_slot * kRows + g;
+  float max_lse = kNegInf;
+  for (int i = 0; i < num_slots; ++i)
+    max_lse = max_float(max_lse, lse_of[(long long)i * kRows]);
+  // Every slot empty (no key visible): weights 0, output 0, lse -inf.
+  const float shift = max_lse == kNegInf ? 0.0f : max_lse * kLog2e;
+  float total = 0.0f;
+  Float4 acc = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (int i = 0; i < num_slots; ++i) {
+    const float w = exp2_approx(lse_of[(long long)i * kRows] * kLog2e - shift);
+    const Float4 v = *reinterpret_cast<const Float4 *>(p.partial_out + ((long long)(first_slot + i) * kRows + g) * kHeadDimV + col);
+    total += w;
+    acc.x += w * v.x;
+    acc.y += w * v.y;
+    acc.z += w * v.z;
+    acc.w += w * v.w;
+  }
+  const float scale = total > 0.0f ? 1.0f / total : 0.0f;
+  const Output output = {-1,
+                         static_cast<u16 *>(p.out) + b * p.out_batch_stride,
+                         p.out_token_stride,
+                         p.out_head_stride,
+                         p.lse ? p.lse + (long long)b * kQLen * kNumQHeads : nullptr,
+                         p.partial_out,
+                         p.partial_lse};
+  output.row(g).store4(col, acc.x * scale, acc.y * scale, acc.z * scale, acc.w * scale);
+  if (col == 0)
+    output.store_lse(g, total > 0.0f ? max_lse + log2_approx(total) * kLn2 : kNegInf);
+}

@@ -1,0 +1,249 @@
+//===- DecodeNumericsTest.cpp - generated decode vs the CPU reference -----===//
+//
+// The MLIR generator's absorbed MLA decode kernels (576/512, paged) on the
+// GPU against referenceDecode: bf16 inputs, 16 and 128 heads, one and four
+// query tokens, pages of 1 and 64 keys in a shuffled cache, ragged sequence
+// lengths (0 included), plans that split requests into many chunks and
+// plans that split none. A batch-invariant kernel gives a request the same
+// bits alone and inside a batch. Without a GPU it says "skipped: no GPU
+// (<reason>)" and passes. python/tests/decode_device_test.py covers the
+// larger grid (long sequences, graph capture).
+//
+//===----------------------------------------------------------------------===//
+
+#include "BFloat16.h"
+#include "DeviceBuffer.h"
+#include "ReferenceAttention.h"
+#include "TestSupport.h"
+#include "mlagen/Compiler/Pipeline.h"
+#include "mlagen/Runtime/DecodePlan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <numeric>
+#include <random>
+
+using namespace mlagen;
+using namespace mlagen::test;
+
+namespace {
+
+struct Fixture {
+  ScratchDirectory cacheDir;
+  std::unique_ptr<Runtime> runtime;
+  std::unique_ptr<DeviceBackend> backend;
+  Arch arch = Arch::SM90A;
+};
+
+bool openGpu(Fixture &fixture) {
+  RuntimeOptions options;
+  options.generator = createMLIRSourceGenerator();
+  options.cacheDir = fixture.cacheDir.path();
+  REQUIRE(Runtime::create(std::move(options), fixture.runtime));
+  Status device = fixture.runtime->deviceArch(fixture.arch);
+  if (!device) {
+    std::cout << "skipped: no GPU (" << device.message() << ")\n";
+    WARN("skipped: no GPU (" << device.message() << ")");
+    return false;
+  }
+  REQUIRE(openDeviceBackend(BackendKind::Auto, 0, fixture.backend));
+  std::cout << "decode numerics on " << fixture.runtime->backendDescription()
+            << "\n";
+  return true;
+}
+
+// A paged cache holding every request's keys in shuffled pages, and bf16 q.
+struct DecodeInputs {
+  DecodeProblem problem;
+  std::vector<float> q, cache; // bf16-rounded
+  std::vector<uint16_t> qBits, cacheBits;
+};
+
+DecodeInputs makeInputs(const Signature &sig, const std::vector<int> &seqLens,
+                        unsigned seed) {
+  DecodeInputs in;
+  DecodeProblem &p = in.problem;
+  p.headDimQK = sig.headDimQK;
+  p.headDimV = sig.headDimV;
+  p.numHeads = sig.numQHeads;
+  p.qLen = sig.qLen;
+  p.pageSize = sig.pageSize;
+  p.softmaxScale = 1.0f / std::sqrt(192.0f); // DeepSeek-V3's
+  p.seqLens = seqLens;
+  int maxPages = 1;
+  for (int len : seqLens)
+    maxPages = std::max(maxPages, (len + p.pageSize - 1) / p.pageSize);
+  p.blockTableStride = maxPages + 3; // wider than needed, as engines have
+  const int batch = p.batch(), numPages = batch * maxPages + 5;
+  std::mt19937 rng(seed);
+  std::vector<int> pages(numPages);
+  std::iota(pages.begin(), pages.end(), 0);
+  std::shuffle(pages.begin(), pages.end(), rng);
+  // Unused table entries point at a page no request owns: never read.
+  p.blockTable.assign(size_t(batch) * p.blockTableStride,
+                      pages[size_t(batch) * maxPages]);
+  for (int b = 0; b < batch; ++b)
+    for (int i = 0; i < maxPages; ++i)
+      p.blockTable[size_t(b) * p.blockTableStride + i] =
+          pages[b * maxPages + i];
+
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  auto fill = [&](size_t count, std::vector<float> &values,
+                  std::vector<uint16_t> &bits) {
+    values.resize(count);
+    bits.resize(count);
+    for (size_t i = 0; i < count; ++i) {
+      bits[i] = floatToBF16(dist(rng));
+      values[i] = bf16ToFloat(bits[i]);
+    }
+  };
+  fill(size_t(batch) * p.qLen * p.numHeads * p.headDimQK, in.q, in.qBits);
+  fill(size_t(numPages) * p.pageSize * p.headDimQK, in.cache, in.cacheBits);
+  return in;
+}
+
+struct DecodeResult {
+  std::vector<uint16_t> out;
+  std::vector<float> lse;
+};
+
+DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
+                         const DecodeInputs &in, int numSMs) {
+  const DecodeProblem &p = in.problem;
+  const int batch = p.batch();
+  DecodePlanner planner;
+  REQUIRE(DecodePlanner::create(kernel, {batch, numSMs, 1 << 20}, planner));
+  const DecodeBufferSizes &sizes = planner.sizes();
+  std::vector<int32_t> hostPlan;
+  DecodePlanSummary summary;
+  REQUIRE(planner.plan(p.seqLens, hostPlan, &summary));
+  INFO("plan: " << summary.numWork << " work items, " << summary.numSlots
+                << " slots, chunks of " << summary.chunkKeys << " keys");
+
+  DeviceBackend &backend = *fixture.backend;
+  DeviceBuffer q(backend, in.qBits), cache(backend, in.cacheBits);
+  DeviceBuffer blockTable(backend, p.blockTable), seqLens(backend, p.seqLens);
+  DeviceBuffer plan(backend, hostPlan);
+  DeviceBuffer partialOut(backend, sizes.partialOutFloats * sizeof(float));
+  DeviceBuffer partialLse(backend, sizes.partialLseFloats * sizeof(float));
+  const size_t rows = size_t(batch) * p.qLen * p.numHeads;
+  // NaN everywhere first: a row the kernels forget cannot pass.
+  DeviceBuffer out(backend, std::vector<uint16_t>(rows * p.headDimV, 0x7fc0));
+  DeviceBuffer lse(backend, std::vector<float>(rows, std::nanf("")));
+
+  DecodeArgs args;
+  args.q = q.get();
+  args.kvCache = cache.get();
+  args.out = out.get();
+  args.lse = lse.get<float>();
+  args.blockTable = blockTable.get<int>();
+  args.blockTableStride = p.blockTableStride;
+  args.seqLens = seqLens.get<int>();
+  args.batch = batch;
+  args.qLen = p.qLen;
+  args.numQHeads = p.numHeads;
+  args.softmaxScale = p.softmaxScale;
+  planner.bindPlan(plan.get<int32_t>(), partialOut.get<float>(),
+                   partialLse.get<float>(), args);
+  REQUIRE(fixture.runtime->runDecode(kernel, args));
+  REQUIRE(backend.synchronize());
+  return {out.download<uint16_t>(), lse.download<float>()};
+}
+
+void checkAgainstReference(const DecodeInputs &in, const DecodeResult &got) {
+  std::vector<float> expectedOut, expectedLse;
+  referenceDecode(in.problem, in.q, in.cache, expectedOut, expectedLse);
+  double maxOutError = 0.0, maxLseError = 0.0;
+  for (size_t i = 0; i < got.out.size(); ++i) {
+    double error = std::fabs(bf16ToFloat(got.out[i]) - expectedOut[i]);
+    maxOutError = std::isnan(error) ? INFINITY : std::max(maxOutError, error);
+  }
+  for (size_t i = 0; i < got.lse.size(); ++i) {
+    if (std::isinf(expectedLse[i])) {
+      CHECK(got.lse[i] == expectedLse[i]);
+      continue;
+    }
+    double error = std::fabs(got.lse[i] - expectedLse[i]) /
+                   std::max(1.0, std::fabs(double(expectedLse[i])));
+    maxLseError = std::isnan(error) ? INFINITY : std::max(maxLseError, error);
+  }
+  CHECK(maxOutError <= 1e-2);
+  CHECK(maxLseError <= 1e-3);
+}
+
+} // namespace
+
+TEST_CASE("generated decode matches the CPU reference", "[gpu]") {
+  Fixture fixture;
+  if (!openGpu(fixture)) {
+    SUCCEED("no GPU");
+    return;
+  }
+  const std::vector<int> seqLens = {1, 0, 37, 64, 65, 700, 2500};
+  for (int heads : {16, 128})
+    for (int qLen : {1, 4})
+      for (int pageSize : {1, 64}) {
+        Signature sig = Signature::decode();
+        sig.numQHeads = heads;
+        sig.qLen = qLen;
+        sig.pageSize = pageSize;
+        sig.arch = fixture.arch;
+        INFO(sig.canonical());
+        const Kernel *kernel = nullptr;
+        REQUIRE(fixture.runtime->getKernel(sig, kernel));
+        DecodeInputs in = makeInputs(sig, seqLens, 99 + heads + qLen);
+        // One SM: nothing is split; a thousand: long requests split into
+        // many chunks merged by the reduce.
+        for (int numSMs : {1, 132, 1000}) {
+          INFO("num_sms " << numSMs);
+          checkAgainstReference(in, decodeOnGpu(fixture, *kernel, in, numSMs));
+        }
+      }
+}
+
+TEST_CASE("batch-invariant decode gives a request the same bits in any batch",
+          "[gpu]") {
+  Fixture fixture;
+  if (!openGpu(fixture)) {
+    SUCCEED("no GPU");
+    return;
+  }
+  Signature sig = Signature::decode();
+  sig.batchInvariant = true;
+  sig.arch = fixture.arch;
+  const Kernel *kernel = nullptr;
+  REQUIRE(fixture.runtime->getKernel(sig, kernel));
+  // The request under test (3000 keys: three 1024-key chunks) alone, then
+  // last in a batch, on different SM counts.
+  const std::vector<int> alone = {3000};
+  const std::vector<int> batch = {5, 2048, 0, 4100, 3000};
+  DecodeInputs one = makeInputs(sig, alone, 5);
+  DecodeInputs many = makeInputs(sig, batch, 6);
+  // Give the request in the batch the same q and keys as the one alone.
+  const DecodeProblem &p = many.problem;
+  const size_t qRow = size_t(p.qLen) * p.numHeads * p.headDimQK;
+  std::copy(one.qBits.begin(), one.qBits.end(), many.qBits.begin() + 4 * qRow);
+  std::copy(one.q.begin(), one.q.end(), many.q.begin() + 4 * qRow);
+  const size_t pageElems = size_t(p.pageSize) * p.headDimQK;
+  for (int i = 0; i * p.pageSize < 3000; ++i) {
+    const int from = one.problem.blockTable[i];
+    const int to = p.blockTable[size_t(4) * p.blockTableStride + i];
+    std::copy_n(one.cacheBits.begin() + from * pageElems, pageElems,
+                many.cacheBits.begin() + to * pageElems);
+    std::copy_n(one.cache.begin() + from * pageElems, pageElems,
+                many.cache.begin() + to * pageElems);
+  }
+  DecodeResult reference = decodeOnGpu(fixture, *kernel, one, 132);
+  checkAgainstReference(one, reference);
+  for (int numSMs : {1, 132, 1000}) {
+    DecodeResult batched = decodeOnGpu(fixture, *kernel, many, numSMs);
+    const size_t outRow = size_t(p.qLen) * p.numHeads * p.headDimV;
+    CHECK(std::equal(reference.out.begin(), reference.out.end(),
+                     batched.out.begin() + 4 * outRow));
+    const size_t lseRow = size_t(p.qLen) * p.numHeads;
+    CHECK(std::memcmp(reference.lse.data(), batched.lse.data() + 4 * lseRow,
+                      lseRow * sizeof(float)) == 0);
+  }
+}

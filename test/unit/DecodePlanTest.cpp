@@ -1,0 +1,368 @@
+//===- DecodePlanTest.cpp - the host-side split-KV planner ----------------===//
+//
+// Every plan is checked against what the kernels rely on (checkPlan): each
+// request's keys covered once, in order, by chunks that start at multiples
+// of tile_k; slots consecutive per split request; the buffers never
+// overflow. Then balance, batch invariance, sizes and errors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlagen/Runtime/DecodePlan.h"
+
+#include "CatchStatus.h"
+
+#include <climits>
+#include <random>
+
+using namespace mlagen;
+
+namespace {
+
+struct Item {
+  int request, begin, end, slot;
+  bool operator==(const Item &) const = default;
+};
+
+// A decode kernel's code object as select-tiling would shape it.
+CodeObject decodeCode(int tileK = 64, int rowsPerBlock = 16,
+                      int paddedHeads = 16) {
+  CodeObject code;
+  code.entryName = "mlagen_decode";
+  code.threadsPerBlock = 256;
+  code.tileQ = rowsPerBlock;
+  code.tileK = tileK;
+  code.paddedHeads = paddedHeads;
+  code.extraEntries = {{"mlagen_decode_reduce", 256, 0, 2}};
+  return code;
+}
+
+Signature decodeSignature(int heads = 16, int qLen = 1,
+                          bool batchInvariant = false) {
+  Signature sig = Signature::decode();
+  sig.numQHeads = heads;
+  sig.qLen = qLen;
+  sig.batchInvariant = batchInvariant;
+  return sig;
+}
+
+DecodePlanner makePlanner(const Signature &sig, const CodeObject &code,
+                          DecodePlanOptions options) {
+  DecodePlanner planner;
+  REQUIRE(DecodePlanner::create(sig, code, options, planner));
+  return planner;
+}
+
+std::vector<Item> itemsOf(const DecodePlanner &planner,
+                          const std::vector<int32_t> &plan) {
+  std::vector<Item> items;
+  const int32_t *work = plan.data() + planner.sizes().workOffset;
+  for (int i = 0; i < plan[0]; ++i)
+    items.push_back(
+        {work[4 * i], work[4 * i + 1], work[4 * i + 2], work[4 * i + 3]});
+  return items;
+}
+
+// Plans `lens` and checks every rule of the plan's layout; returns the
+// work items.
+std::vector<Item> checkPlan(const DecodePlanner &planner, int tileK,
+                            const std::vector<int32_t> &lens,
+                            DecodePlanSummary *summaryOut = nullptr) {
+  std::vector<int32_t> plan;
+  DecodePlanSummary summary;
+  REQUIRE(planner.plan(lens, plan, &summary));
+  const DecodeBufferSizes &sizes = planner.sizes();
+  REQUIRE(plan.size() == static_cast<size_t>(sizes.planInts));
+  CHECK(plan[0] == summary.numWork);
+  CHECK(plan[1] == summary.numSlots);
+  CHECK(plan[2] == static_cast<int>(lens.size()));
+  CHECK(summary.numWork <= sizes.workCapacity);
+  CHECK(summary.numSlots <= sizes.slotCapacity);
+  CHECK(summary.usedInts == sizes.workOffset + 4 * summary.numWork);
+  CHECK(summary.chunkKeys % tileK == 0);
+
+  std::vector<Item> items = itemsOf(planner, plan);
+  const int32_t *merge = plan.data() + sizes.mergeOffset;
+  size_t next = 0;
+  int slots = 0;
+  for (int b = 0; b < static_cast<int>(lens.size()); ++b) {
+    const int firstSlot = merge[2 * b], numSlots = merge[2 * b + 1];
+    int key = 0, chunks = 0;
+    while (next < items.size() && items[next].request == b) {
+      const Item &item = items[next];
+      CHECK(item.begin == key);
+      CHECK(item.begin % tileK == 0);
+      CHECK((lens[b] == 0 ? item.end == 0 : item.end > item.begin));
+      CHECK(item.end <= lens[b]);
+      CHECK(item.slot == (numSlots ? firstSlot + chunks : -1));
+      key = item.end;
+      ++chunks;
+      ++next;
+    }
+    CHECK(key == lens[b]); // every key, once
+    CHECK(chunks >= 1);    // an empty request still writes
+    if (numSlots) {
+      CHECK(numSlots == chunks);
+      CHECK(numSlots >= 2);
+      CHECK(firstSlot == slots); // slots in request order
+      slots += numSlots;
+    } else {
+      CHECK(chunks == 1);
+      CHECK(firstSlot == -1);
+    }
+  }
+  CHECK(next == items.size()); // no item for a request out of range
+  CHECK(slots == summary.numSlots);
+  if (summaryOut)
+    *summaryOut = summary;
+  return items;
+}
+
+} // namespace
+
+TEST_CASE("planner sizes follow from max_batch, SMs and the kernel",
+          "[decode-plan]") {
+  SECTION("16 heads: one block per chunk") {
+    DecodePlanner planner =
+        makePlanner(decodeSignature(), decodeCode(), {64, 132});
+    const DecodeBufferSizes &s = planner.sizes();
+    CHECK(s.workCapacity == 64 + 132);
+    CHECK(s.slotCapacity == 196); // 2 * 132 = 264, bounded by the work
+    CHECK(s.rows == 16);
+    CHECK(s.mergeOffset == 4);
+    CHECK(s.workOffset == 4 + 128);
+    CHECK(s.planInts == 132 + 4 * 196);
+    CHECK(s.partialLseFloats == 196 * 16);
+    CHECK(s.partialOutFloats == 196 * 16 * 512);
+  }
+  SECTION("128 heads, 64 rows a block: two blocks per chunk") {
+    DecodePlanner planner =
+        makePlanner(decodeSignature(128), decodeCode(64, 64, 128), {256, 132});
+    const DecodeBufferSizes &s = planner.sizes();
+    CHECK(s.workCapacity == 256 + 66);
+    CHECK(s.slotCapacity == 132);
+    CHECK(s.rows == 128);
+    CHECK(s.partialOutFloats == int64_t(132) * 128 * 512);
+  }
+  SECTION("AMD pads 8 heads to 16 rows; q_len multiplies them") {
+    DecodePlanner planner =
+        makePlanner(decodeSignature(8, 2), decodeCode(32, 32, 16), {4, 304});
+    CHECK(planner.sizes().rows == 32);
+    CHECK(planner.sizes().workOffset == 4 + 8);
+  }
+  SECTION("max_seq_len bounds the work of small batches") {
+    DecodePlanner planner =
+        makePlanner(decodeSignature(), decodeCode(), {2, 132, 1000});
+    CHECK(planner.sizes().workCapacity == 2 * 4); // 4 chunks of >= 256 each
+  }
+  SECTION("batch-invariant: fixed chunks of the longest request") {
+    DecodePlanner planner = makePlanner(decodeSignature(16, 1, true),
+                                        decodeCode(), {8, 132, 16384});
+    CHECK(planner.sizes().workCapacity == 8 * 16);
+    CHECK(planner.sizes().slotCapacity == 8 * 16);
+    DecodePlanOptions bounded{8, 132, 16384, 4096};
+    DecodePlanner tight =
+        makePlanner(decodeSignature(16, 1, true), decodeCode(), bounded);
+    CHECK(tight.sizes().workCapacity == 8 + 4);
+    CHECK(tight.sizes().slotCapacity == 8);
+    DecodePlanner shortOnly =
+        makePlanner(decodeSignature(16, 1, true), decodeCode(), {8, 132, 1024});
+    CHECK(shortOnly.sizes().slotCapacity == 1); // never splits, still valid
+  }
+}
+
+TEST_CASE("one long request is spread over the SMs", "[decode-plan]") {
+  DecodePlanner planner =
+      makePlanner(decodeSignature(), decodeCode(), {64, 132});
+  DecodePlanSummary summary;
+  std::vector<Item> items = checkPlan(planner, 64, {16384}, &summary);
+  // 16384 / 132 keys is below the 256-key minimum: 64 chunks of 256.
+  CHECK(summary.chunkKeys == 256);
+  CHECK(items.size() == 64);
+  CHECK(summary.numSlots == 64);
+
+  std::vector<Item> longer = checkPlan(planner, 64, {65536}, &summary);
+  // 65536 / 132 = 497 -> 512 keys: 128 blocks, one wave on 132 SMs.
+  CHECK(summary.chunkKeys == 512);
+  CHECK(longer.size() == 128);
+}
+
+TEST_CASE("blocks fill whole waves rather than spill into a new one",
+          "[decode-plan]") {
+  DecodePlanner planner =
+      makePlanner(decodeSignature(), decodeCode(), {64, 132});
+  for (int batch : {2, 3, 5, 8, 16, 33, 64}) {
+    for (int len : {1000, 4096, 8191, 40000}) {
+      std::vector<int32_t> lens(batch, len);
+      DecodePlanSummary summary;
+      checkPlan(planner, 64, lens, &summary);
+      // The even spread: every key over 132 SMs, at least 256 a chunk.
+      const int64_t keys = int64_t(batch) * len;
+      const int64_t even =
+          (std::max<int64_t>(256, (keys + 131) / 132) + 63) / 64 * 64;
+      const int64_t waves = (summary.numWork + 131) / 132;
+      CAPTURE(batch, len, summary.numWork, summary.chunkKeys);
+      CHECK(summary.chunkKeys >= even);
+      // It costs no more than the even spread, whose work items
+      // (<= 132 + batch <= 196) take at most two waves.
+      CHECK(waves * (std::min<int64_t>(summary.chunkKeys, len) + 64) <=
+            2 * (std::min<int64_t>(even, len) + 64));
+    }
+  }
+  // Eight requests of 4096 keys: 128 blocks of 256 keys in one wave.
+  DecodePlanSummary summary;
+  checkPlan(planner, 64, std::vector<int32_t>(8, 4096), &summary);
+  CHECK(summary.numWork == 128);
+  CHECK(summary.chunkKeys == 256);
+}
+
+TEST_CASE("empty, one-key and huge requests", "[decode-plan]") {
+  DecodePlanner planner =
+      makePlanner(decodeSignature(), decodeCode(), {8, 132});
+  std::vector<Item> items = checkPlan(planner, 64, {0, 1, 0});
+  CHECK(items ==
+        std::vector<Item>{{0, 0, 0, -1}, {1, 0, 1, -1}, {2, 0, 0, -1}});
+
+  DecodePlanSummary summary;
+  checkPlan(planner, 64, {INT32_MAX, 0, 7}, &summary);
+  CHECK(summary.numWork <= planner.sizes().workCapacity);
+  checkPlan(planner, 64, std::vector<int32_t>(8, INT32_MAX), &summary);
+
+  std::vector<int32_t> plan;
+  REQUIRE(planner.plan({}, plan, &summary));
+  CHECK(plan[0] == 0);
+  CHECK(summary.numWork == 0);
+  CHECK(summary.usedInts == planner.sizes().workOffset);
+}
+
+TEST_CASE("random batches never overflow the fixed buffers", "[decode-plan]") {
+  std::mt19937 rng(1234);
+  auto pick = [&](std::initializer_list<int> values) {
+    return *(values.begin() +
+             std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng));
+  };
+  for (int trial = 0; trial < 300; ++trial) {
+    const int tileK = pick({16, 32, 64});
+    const int heads = pick({1, 16, 128});
+    const int rowsPerBlock = pick({16, 64});
+    const int qLen = pick({1, 2, 8});
+    const int maxBatch = pick({1, 3, 64, 256});
+    const int sms = pick({1, 7, 108, 132, 304});
+    const bool invariant = trial % 3 == 0;
+    const int64_t maxSeqLen = invariant ? pick({1, 1000, 70000}) : 0;
+    DecodePlanner planner =
+        makePlanner(decodeSignature(heads, qLen, invariant),
+                    decodeCode(tileK, rowsPerBlock, heads),
+                    {maxBatch, sms, maxSeqLen, 0, 256, 1024});
+    const int batch = std::uniform_int_distribution<int>(0, maxBatch)(rng);
+    const int64_t longest = invariant ? maxSeqLen : pick({1, 5000, 1 << 20});
+    std::vector<int32_t> lens(batch);
+    for (int32_t &len : lens)
+      len = static_cast<int32_t>(
+          std::uniform_int_distribution<int64_t>(0, longest)(rng));
+    CAPTURE(trial, tileK, heads, rowsPerBlock, qLen, maxBatch, sms, invariant,
+            batch);
+    checkPlan(planner, tileK, lens);
+  }
+}
+
+TEST_CASE("batch-invariant chunks do not depend on the batch or the GPU",
+          "[decode-plan]") {
+  const int32_t len = 5000;
+  auto chunksOfRequest = [&](int maxBatch, int sms,
+                             const std::vector<int32_t> &lens, int request) {
+    DecodePlanner planner = makePlanner(decodeSignature(16, 1, true),
+                                        decodeCode(), {maxBatch, sms, 8192});
+    std::vector<std::pair<int, int>> chunks;
+    for (const Item &item : checkPlan(planner, 64, lens))
+      if (item.request == request)
+        chunks.emplace_back(item.begin, item.end);
+    return chunks;
+  };
+  const std::vector<std::pair<int, int>> alone =
+      chunksOfRequest(1, 132, {len}, 0);
+  CHECK(alone ==
+        std::vector<std::pair<int, int>>{
+            {0, 1024}, {1024, 2048}, {2048, 3072}, {3072, 4096}, {4096, 5000}});
+  CHECK(chunksOfRequest(64, 132, {7, 8192, len, 0, 1}, 2) == alone);
+  CHECK(chunksOfRequest(64, 1, {len, 100, 100}, 0) == alone);
+  CHECK(chunksOfRequest(3, 304, {3000, 1, len}, 2) == alone);
+  // A request that fits one chunk is written directly in every batch.
+  CHECK(chunksOfRequest(4, 7, {1024, len}, 0) ==
+        std::vector<std::pair<int, int>>{{0, 1024}});
+
+  // Balanced plans, by contrast, cut the same request by the batch.
+  DecodePlanner balanced =
+      makePlanner(decodeSignature(), decodeCode(), {64, 132});
+  DecodePlanSummary one, many;
+  checkPlan(balanced, 64, {len}, &one);
+  checkPlan(balanced, 64, std::vector<int32_t>(64, len), &many);
+  CHECK(one.chunkKeys != many.chunkKeys);
+}
+
+TEST_CASE("the planner names what is wrong", "[decode-plan]") {
+  DecodePlanner planner;
+  auto createError = [&](const Signature &sig, const CodeObject &code,
+                         DecodePlanOptions options) {
+    Status status = DecodePlanner::create(sig, code, options, planner);
+    REQUIRE_FALSE(status.isOk());
+    CHECK(status.code() == StatusCode::InvalidArgument);
+    return status.message();
+  };
+  CHECK(createError(Signature(), decodeCode(), {8, 132}) ==
+        "DecodePlanner needs a decode kernel, not prefill");
+  CHECK_THAT(createError(decodeSignature(), CodeObject(), {8, 132}),
+             Catch::StartsWith("the code object has no decode geometry"));
+  CHECK(createError(decodeSignature(), decodeCode(), {0, 132}) ==
+        "max_batch must be in [1, 1048576] (got 0)");
+  CHECK(createError(decodeSignature(), decodeCode(), {8, 0}) ==
+        "num_sms must be in [1, 65536] (got 0)");
+  CHECK_THAT(createError(decodeSignature(16, 1, true), decodeCode(), {8, 132}),
+             Catch::StartsWith("max_seq_len must be > 0 for a "
+                               "batch-invariant kernel"));
+  CHECK_THAT(createError(decodeSignature(16, 1, true), decodeCode(),
+                         {8, 132, 4096, 0, 256, 1000}),
+             Catch::StartsWith("invariant_chunk_keys must be a positive "
+                               "multiple of the kernel's tile_k (64)"));
+  CHECK_THAT(createError(decodeSignature(16, 1, true), decodeCode(),
+                         {1 << 20, 132, INT32_MAX}),
+             Catch::Contains("more than a grid can launch"));
+
+  planner = makePlanner(decodeSignature(), decodeCode(), {4, 132, 10000});
+  std::vector<int32_t> plan(planner.sizes().planInts);
+  auto planError = [&](const int32_t *lens, int batch, int64_t size) {
+    Status status = planner.plan(lens, batch, plan.data(), size);
+    REQUIRE_FALSE(status.isOk());
+    CHECK(status.code() == StatusCode::InvalidArgument);
+    return status.message();
+  };
+  const int32_t lens[] = {10, -1, 10001, 5, 5};
+  CHECK(planError(lens, 5, plan.size()) ==
+        "batch must be in [0, max_batch = 4] (got 5)");
+  CHECK(planError(lens, 2, plan.size()) ==
+        "seq_lens[1] must be in [0, max_seq_len = 10000] (got -1)");
+  CHECK(planError(lens + 1, 2, plan.size()) ==
+        "seq_lens[0] must be in [0, max_seq_len = 10000] (got -1)");
+  CHECK(planError(lens + 2, 1, plan.size()) ==
+        "seq_lens[0] must be in [0, max_seq_len = 10000] (got 10001)");
+  CHECK_THAT(planError(lens, 1, plan.size() - 1),
+             Catch::StartsWith("plan holds"));
+  CHECK(planError(nullptr, 1, plan.size()) == "seq_lens is null");
+}
+
+TEST_CASE("bindPlan points the arguments into one device plan",
+          "[decode-plan]") {
+  DecodePlanner planner =
+      makePlanner(decodeSignature(), decodeCode(), {10, 132});
+  alignas(16) static int32_t devicePlan[2048];
+  float partialOut, partialLse;
+  DecodeArgs args;
+  planner.bindPlan(devicePlan, &partialOut, &partialLse, args);
+  CHECK(args.numWork == devicePlan);
+  CHECK(args.merge == devicePlan + 4);
+  CHECK(args.work == devicePlan + 4 + 20);
+  CHECK(reinterpret_cast<uintptr_t>(args.work) % 16 == 0);
+  CHECK(args.workCapacity == planner.sizes().workCapacity);
+  CHECK(args.maxBatch == 10);
+  CHECK(args.partialOut == &partialOut);
+  CHECK(args.partialLse == &partialLse);
+}
