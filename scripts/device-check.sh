@@ -29,12 +29,12 @@ if [[ $what == numerics || $what == all ]]; then
   for op in prefill decode; do
     cubin=/tmp/bundle/$(python3 -c "import json; print(next(k['file'] for k in json.load(open('/tmp/bundle/manifest.json'))['kernels'] if k['signature'].startswith('$op ')))")
     cuobjdump -sass "$cubin" > "$out/$op-sm90a.sass" || status=1
-    echo "$op HMMA instructions: $(grep -c HMMA "$out/$op-sm90a.sass")"
+    echo "$op tensor-core instructions: $(grep -cE 'HMMA|HGMMA' "$out/$op-sm90a.sass") ($(grep -oE 'HGMMA|HMMA' "$out/$op-sm90a.sass" | sort | uniq -c | tr '\n' ' '))"
   done
 fi
 if [[ $what == bench || $what == all ]]; then
   echo "== Benchmark"
   python3 bench/bench_prefill.py 2>&1 | tail -12 || status=1
-  
+  python3 bench/bench_decode.py 2>&1 | tail -8 || status=1
 fi
 exit $status

@@ -1,18 +1,13 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets in fuzz/ with clang-22 (ASan + UBSan +
-# coverage, a build directory of their own) and runs each for a bounded
-# time from the seed corpus in fuzz/corpus/. New inputs go to the build
-# directory, not to the committed seeds; a crash leaves its input under
-# $build/artifacts/ and fails the script.
-#   MLAGEN_FUZZ_SECONDS (default 20) per target, MLAGEN_FUZZ_BUILD_DIR.
+# coverage, in the build directory shared with scripts/sanitize.sh) and runs
+# each for a bounded time from the seed corpus in fuzz/corpus/. New inputs
+# go to the build directory, not to the committed seeds; a crash leaves its
+# input under $build/artifacts/ and fails the script.
+#   MLAGEN_FUZZ_SECONDS (default 20) per target, MLAGEN_SANITIZE_BUILD_DIR.
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${MLAGEN_FUZZ_BUILD_DIR:-$root/build-fuzz}"
+source "$(dirname "${BASH_SOURCE[0]}")/sanitized-build.sh"
 seconds="${MLAGEN_FUZZ_SECONDS:-20}"
-"$root/scripts/install-deps.sh"
-CC=clang-22 CXX=clang++-22 cmake -S "$root" -B "$build" -G Ninja \
-  -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O1 -g -DNDEBUG" \
-  -DMLAGEN_FUZZ=ON >/dev/null
 ninja -C "$build" mlagen-fuzzers
 
 mkdir -p "$build/artifacts"
@@ -22,7 +17,6 @@ for target in signature cache-entry bundle-manifest variant; do
   work="$build/corpus/$target"
   mkdir -p "$work"
   echo "== fuzz $target for ${seconds}s"
-  # -fork-free single process; the last lines say how far it got.
   "$build/fuzz/mlagen-fuzz-$target" "$work" "$root/fuzz/corpus/$target" \
     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
     -max_len=8192 -print_final_stats=1 \

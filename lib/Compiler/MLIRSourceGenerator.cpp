@@ -9,7 +9,8 @@ namespace {
 /// Bumped whenever a pass or the emitter changes the source it produces for
 /// some signature, so that caches keyed on identity() miss.
 /// 2: mla.decode (its target table entries included).
-constexpr int kPipelineVersion = 2;
+/// 3: decode tilings per rows per block, the kernel owner's defaults.
+constexpr int kPipelineVersion = 3;
 
 class MLIRSourceGenerator final : public SourceGenerator {
 public:

@@ -11,12 +11,20 @@
 // ELF-DAG: mlagen_decode
 // ELF-DAG: mlagen_decode_reduce
 
+// In file order: hq=16 (16 rows a block, 4 warps: the reduce takes 1 row a
+// block), then hq=128 (64 rows, 8 warps: 2 rows).
 // MANIFEST: "entry": "mlagen_decode",
 // MANIFEST: "extra_entries": [
 // MANIFEST: "name": "mlagen_decode_reduce",
-// MANIFEST: "rows_per_block": 2,
-// MANIFEST: "padded_heads":
+// MANIFEST: "rows_per_block": 1,
+// MANIFEST: "padded_heads": 16,
+// MANIFEST: "shared_bytes": 173568,
 // MANIFEST: "tile_k": 64,
+// MANIFEST: "entry": "mlagen_decode",
+// MANIFEST: "rows_per_block": 2,
+// MANIFEST: "padded_heads": 128,
+// MANIFEST: "shared_bytes": 204800,
+// MANIFEST: "tile_k": 48,
 
 mla.decode @tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, q_type = bf16, kv_type = bf16, out_type = bf16
 mla.decode @tp1 qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, lse, q_type = bf16, kv_type = bf16, out_type = bf16

@@ -13,6 +13,8 @@
 // TEXT-NEXT: constexpr int kNumQHeads = 8;
 // TEXT-NEXT: constexpr int kQLen = 2;
 // TEXT-NEXT: constexpr int kPageSize = 16;
+// Rows count padded heads: 2 tokens x 16 fill a 32-row block.
+// TEXT:      constexpr int kHeadsPerBlock = 32;
 // TEXT:      mlagen_decode_reduce(mlagen_decode_params p)
 
 // A variant with no arch gives one kernel per --arch, in file order.

@@ -1,12 +1,20 @@
 // RUN: mlagen-opt %s --split-input-file --verify-diagnostics --mla-prepare-emission | FileCheck %s
 
 // threads = warps * wave size; shared bytes by DECODE_CONTRACT.md's NVIDIA
-// formula: 2 * (16 * 584 + 2 * 64 * 584 + 2 * 16 * 72) + 4 * 16 * (8 + 8)
-// = 173824. The reduce runs as many threads with no shared memory.
+// formula (the kernel's warp_mma::kSharedBytesUsed): 2 * (16 * 584 + 2 *
+// 64 * 584 + 2 * 16 * 72) + 4 * 16 * (8 + 4) = 173568. The reduce runs as
+// many threads with no shared memory.
 // CHECK-LABEL: mla.decode @sm_90a
-//  CHECK-SAME:   launch = <entry = "mlagen_decode", threads = 256, shared_bytes = 173824>,
+//  CHECK-SAME:   launch = <entry = "mlagen_decode", threads = 128, shared_bytes = 173568>,
+//  CHECK-SAME:   reduce_launch = <entry = "mlagen_decode_reduce", threads = 128, shared_bytes = 0>,
+mla.decode @sm_90a qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, arch = sm_90a, tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 4, wave_size = 32, stages = 2>, q_type = bf16, kv_type = bf16, out_type = bf16
+
+// 64 rows, 48 keys: 2 * (64 * 584 + 2 * 48 * 584 + 2 * 64 * 56) + 4 * 64 *
+// (6 + 8) = 204800.
+// CHECK-LABEL: mla.decode @sm_90a_64_rows
+//  CHECK-SAME:   launch = <entry = "mlagen_decode", threads = 256, shared_bytes = 204800>,
 //  CHECK-SAME:   reduce_launch = <entry = "mlagen_decode_reduce", threads = 256, shared_bytes = 0>,
-mla.decode @sm_90a qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, arch = sm_90a, tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 8, wave_size = 32, stages = 2>, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @sm_90a_64_rows qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, lse, arch = sm_90a, tiling = <heads = 128, heads_per_block = 64, tile_k = 48, warps = 8, wave_size = 32, stages = 2>, q_type = bf16, kv_type = bf16, out_type = bf16
 
 // CDNA keeps Q in registers; rows padded by MFMA depth / 4 = 4 elements:
 // 2 * (32 * 580 + 2 * 16 * 36) + 4 * 16 * (2 + 4) = 39808.
@@ -15,11 +23,11 @@ mla.decode @sm_90a qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1,
 //  CHECK-SAME:   reduce_launch = <entry = "mlagen_decode_reduce", threads = 256, shared_bytes = 0>,
 mla.decode @gfx942 qk_head_dim = 576, v_head_dim = 512, q_heads = 8, q_len = 1, page_size = 64, lse, arch = gfx942, tiling = <heads = 16, heads_per_block = 16, tile_k = 32, warps = 4, wave_size = 64, stages = 1>, q_type = bf16, kv_type = bf16, out_type = bf16
 
-// gfx950's 32-deep MFMA pads rows by 8: 2 * (2 * 64 * 584 + 2 * 16 * 72)
-// + 4 * 16 * (4 + 4) = 154624.
+// gfx950's 32-deep MFMA pads rows by 8: 2 * (64 * 584 + 2 * 16 * 72) + 4 *
+// 16 * (4 + 4) = 79872 (the kernel's wave_mfma::kSharedBytesUsed).
 // CHECK-LABEL: mla.decode @gfx950
-//  CHECK-SAME:   launch = <entry = "mlagen_decode", threads = 256, shared_bytes = 154624>,
-mla.decode @gfx950 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, arch = gfx950, tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 4, wave_size = 64, stages = 2>, q_type = bf16, kv_type = bf16, out_type = bf16
+//  CHECK-SAME:   launch = <entry = "mlagen_decode", threads = 256, shared_bytes = 79872>,
+mla.decode @gfx950 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, arch = gfx950, tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 4, wave_size = 64, stages = 1>, q_type = bf16, kv_type = bf16, out_type = bf16
 
 // A hand-written tiling within the kernel's rules.
 // CHECK-LABEL: mla.decode @hand_written
@@ -54,13 +62,25 @@ mla.decode @two_warps qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len =
 
 // -----
 
-// expected-error @+1 {{'tiling' heads_per_block (48) must be 16 times a power of two}}
+// expected-error @+1 {{'tiling' heads_per_block (48) must be 16, 32 or 64}}
 mla.decode @three_row_tiles qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 3, page_size = 64, arch = sm_90a, tiling = <heads = 16, heads_per_block = 48, tile_k = 64, warps = 8, wave_size = 32, stages = 1>, q_type = bf16, kv_type = bf16, out_type = bf16
 
 // -----
 
-// expected-error @+1 {{'tiling' heads_per_block (128) needs more than 128 accumulator registers a thread with 8 warps on sm_90a}}
-mla.decode @too_many_rows qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, arch = sm_90a, tiling = <heads = 128, heads_per_block = 128, tile_k = 16, warps = 8, wave_size = 32, stages = 1>, q_type = bf16, kv_type = bf16, out_type = bf16
+// expected-error @+1 {{'tiling' heads_per_block (128) must be 16, 32 or 64}}
+mla.decode @rows_128 qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, arch = sm_90a, tiling = <heads = 128, heads_per_block = 128, tile_k = 16, warps = 16, wave_size = 32, stages = 1>, q_type = bf16, kv_type = bf16, out_type = bf16
+
+// -----
+
+// O takes 16 * heads_per_block / warps registers on NVIDIA.
+// expected-error @+1 {{'tiling' heads_per_block (64) needs more than 128 accumulator registers a thread with 4 warps on sm_90a}}
+mla.decode @too_many_rows qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, arch = sm_90a, tiling = <heads = 128, heads_per_block = 64, tile_k = 16, warps = 4, wave_size = 32, stages = 1>, q_type = bf16, kv_type = bf16, out_type = bf16
+
+// -----
+
+// 8 * heads_per_block / waves on CDNA.
+// expected-error @+1 {{'tiling' heads_per_block (64) needs more than 128 accumulator registers a thread with 2 warps on gfx942}}
+mla.decode @too_many_rows_cdna qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, arch = gfx942, tiling = <heads = 128, heads_per_block = 64, tile_k = 32, warps = 2, wave_size = 64, stages = 1>, q_type = bf16, kv_type = bf16, out_type = bf16
 
 // -----
 

@@ -6,6 +6,12 @@
 //  CHECK-SAME:   launch = <entry = "mlagen_prefill", threads = 256, shared_bytes = 137216>,
 mla.prefill @sm_90a qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads = 16, mask = causal, lse, arch = sm_90a, tiling = <tile_q = 128, tile_k = 64, warps = 8, wave_size = 32, stages = 2, mma_m = 16, mma_n = 8, mma_k = 16>, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
 
+// sm_90a's wgmma kernel: 12 warps; the padded formula bounds its tiles:
+// 2 * (128 * 200 + 2 * 128 * (200 + 136)) = 223232.
+// CHECK-LABEL: mla.prefill @sm_90a_wgmma
+//  CHECK-SAME:   launch = <entry = "mlagen_prefill", threads = 384, shared_bytes = 223232>,
+mla.prefill @sm_90a_wgmma qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads = 16, mask = causal, lse, arch = sm_90a, tiling = <tile_q = 128, tile_k = 128, warps = 12, wave_size = 32, stages = 2, mma_m = 64, mma_n = 64, mma_k = 16>, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+
 // Four wave64 wavefronts: 2 * (64 * 200 + 32 * (200 + 136)) = 47104.
 // CHECK-LABEL: mla.prefill @gfx942
 //  CHECK-SAME:   launch = <entry = "mlagen_prefill", threads = 256, shared_bytes = 47104>,
@@ -25,6 +31,12 @@ mla.prefill @wrong_wave qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_he
 
 // expected-error @+1 {{'tiling' MMA shape 16x16x16 is not sm_90a's (16x8x16)}}
 mla.prefill @wrong_mma qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads = 16, mask = causal, arch = sm_90a, tiling = <tile_q = 128, tile_k = 64, warps = 8, wave_size = 32, stages = 2, mma_m = 16, mma_n = 16, mma_k = 16>, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+
+// -----
+
+// The wgmma shape is sm_90a's alone.
+// expected-error @+1 {{'tiling' MMA shape 64x64x16 is not sm_80's (16x8x16)}}
+mla.prefill @wgmma_on_sm80 qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads = 16, mask = causal, arch = sm_80, tiling = <tile_q = 128, tile_k = 128, warps = 12, wave_size = 32, stages = 2, mma_m = 64, mma_n = 64, mma_k = 16>, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
 
 // -----
 

@@ -8,7 +8,7 @@ mla.prefill @from_option qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_h
 
 // A variant's own arch wins.
 // CHECK-LABEL: mla.prefill @own_arch
-//  CHECK-SAME:   arch = sm_90a, tiling = <tile_q = 128, tile_k = 64, warps = 8, wave_size = 32,
+//  CHECK-SAME:   arch = sm_90a, tiling = <tile_q = 128, tile_k = 128, warps = 12, wave_size = 32,
 mla.prefill @own_arch qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads = 16, mask = causal, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
 
 // UNKNOWN: error: mla-select-tiling: unknown arch 'sm_70', expected one of gfx90a, gfx942, gfx950, sm_80, sm_90a

@@ -1,36 +1,51 @@
 // RUN: mlagen-opt %s --split-input-file --verify-diagnostics --mla-select-tiling | FileCheck %s
 
-// Each target's decode tiling. A block owns 16 q rows times a power of two,
-// at most 64 on NVIDIA and 16 on CDNA; shared memory follows
-// DECODE_CONTRACT.md's formula.
+// Each target's decode tiling (DECODE_CONTRACT.md, "Kernel owner's
+// answers"): a block owns 16 q rows if a request's q_len x heads fit in 16,
+// 32 if in 32, else 64 (gfx90a: at most 32), with the target's tile_k,
+// warps and stages for that many rows; all of them fit shared memory.
 // CHECK-LABEL: mla.decode @sm_90a_tp8
-//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 8, wave_size = 32, stages = 2>,
-// 128 heads: 64 rows a block; two KV stages of 64 keys do not fit beside them.
+//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 4, wave_size = 32, stages = 2>,
+// 128 heads: 64 rows a block, 48 keys x 2 stages (the best 64-row point).
 // CHECK-LABEL: mla.decode @sm_90a_tp1
-//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 64, tile_k = 64, warps = 8, wave_size = 32, stages = 1>,
+//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 64, tile_k = 48, warps = 8, wave_size = 32, stages = 2>,
 // 4 tokens x 16 heads = 64 rows.
 // CHECK-LABEL: mla.decode @sm_90a_mtp
-//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 64, tile_k = 64, warps = 8, wave_size = 32, stages = 1>,
-// sm_80's 163 KiB: tile_k halves too.
+//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 64, tile_k = 48, warps = 8, wave_size = 32, stages = 2>,
+// 2 tokens x 8 heads = 16 rows; 4 tokens x 8 heads = 32.
+// CHECK-LABEL: mla.decode @sm_90a_8_tokens_2
+//  CHECK-SAME:   tiling = <heads = 8, heads_per_block = 16, tile_k = 64, warps = 4, wave_size = 32, stages = 2>,
+// CHECK-LABEL: mla.decode @sm_90a_8_tokens_4
+//  CHECK-SAME:   tiling = <heads = 8, heads_per_block = 32, tile_k = 64, warps = 4, wave_size = 32, stages = 2>,
+// sm_80's 163 KiB per block: 32 keys a step.
+// CHECK-LABEL: mla.decode @sm_80_tp8
+//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 16, tile_k = 32, warps = 4, wave_size = 32, stages = 2>,
 // CHECK-LABEL: mla.decode @sm_80_tp1
-//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 64, tile_k = 32, warps = 8, wave_size = 32, stages = 1>,
-// gfx950: 160 KiB of LDS, 32-deep MFMA.
+//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 64, tile_k = 32, warps = 8, wave_size = 32, stages = 2>,
+// gfx950: 160 KiB of LDS, 32-deep MFMA; CDNA keeps one stage.
 // CHECK-LABEL: mla.decode @gfx950_tp8
-//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 4, wave_size = 64, stages = 2>,
+//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 4, wave_size = 64, stages = 1>,
 // CHECK-LABEL: mla.decode @gfx950_tp1_mtp
-//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 16, tile_k = 64, warps = 4, wave_size = 64, stages = 2>,
+//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 64, tile_k = 64, warps = 8, wave_size = 64, stages = 1>,
 // gfx942: 64 KiB of LDS.
 // CHECK-LABEL: mla.decode @gfx942_tp8
 //  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 16, tile_k = 32, warps = 4, wave_size = 64, stages = 1>,
+// CHECK-LABEL: mla.decode @gfx942_tp1
+//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 64, tile_k = 32, warps = 8, wave_size = 64, stages = 1>,
+// gfx90a stops at 32 rows (hiprtc 5.2 spills with 8 waves at 64).
 // CHECK-LABEL: mla.decode @gfx90a_tp1
-//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 16, tile_k = 32, warps = 4, wave_size = 64, stages = 1>,
+//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 32, tile_k = 32, warps = 4, wave_size = 64, stages = 1>,
 mla.decode @sm_90a_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16
 mla.decode @sm_90a_tp1 qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, lse, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16
 mla.decode @sm_90a_mtp qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 4, page_size = 1, lse, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @sm_90a_8_tokens_2 qk_head_dim = 576, v_head_dim = 512, q_heads = 8, q_len = 2, page_size = 64, lse, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @sm_90a_8_tokens_4 qk_head_dim = 576, v_head_dim = 512, q_heads = 8, q_len = 4, page_size = 64, lse, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @sm_80_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, arch = sm_80, q_type = bf16, kv_type = bf16, out_type = bf16
 mla.decode @sm_80_tp1 qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, lse, arch = sm_80, q_type = bf16, kv_type = bf16, out_type = bf16
 mla.decode @gfx950_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, arch = gfx950, q_type = bf16, kv_type = bf16, out_type = bf16
 mla.decode @gfx950_tp1_mtp qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 2, page_size = 64, lse, arch = gfx950, q_type = bf16, kv_type = bf16, out_type = bf16
 mla.decode @gfx942_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, arch = gfx942, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @gfx942_tp1 qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, lse, arch = gfx942, q_type = bf16, kv_type = bf16, out_type = bf16
 mla.decode @gfx90a_tp1 qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, lse, arch = gfx90a, q_type = bf16, kv_type = bf16, out_type = bf16
 
 // -----
@@ -48,11 +63,12 @@ mla.decode @gfx90a_tp1 qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len
 // CHECK-LABEL: mla.decode @gfx90a_16
 //  CHECK-SAME:   tiling = <heads = 16,
 // CHECK-LABEL: mla.decode @gfx942_32
-//  CHECK-SAME:   tiling = <heads = 32, heads_per_block = 16,
+//  CHECK-SAME:   tiling = <heads = 32, heads_per_block = 32,
 // CHECK-LABEL: mla.decode @gfx942_48
-//  CHECK-SAME:   tiling = <heads = 48, heads_per_block = 16,
+//  CHECK-SAME:   tiling = <heads = 48, heads_per_block = 64,
+// Rows count the padded heads: 2 tokens x 16.
 // CHECK-LABEL: mla.decode @gfx942_8_tokens_2
-//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 16,
+//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 32,
 // CHECK-LABEL: mla.decode @sm_90a_3
 //  CHECK-SAME:   tiling = <heads = 3, heads_per_block = 16,
 // CHECK-LABEL: mla.decode @sm_80_12
@@ -90,8 +106,16 @@ mla.decode @gfx90a_3 qk_head_dim = 576, v_head_dim = 512, q_heads = 3, q_len = 1
 
 // A pinned tile_k is kept; the stages give way instead.
 // CHECK-LABEL: mla.decode @pinned
-//  CHECK-SAME:   tile_k = 128, arch = sm_90a, tiling = <heads = 16, heads_per_block = 16, tile_k = 128, warps = 8, wave_size = 32, stages = 1>,
+//  CHECK-SAME:   tile_k = 128, arch = sm_90a, tiling = <heads = 16, heads_per_block = 16, tile_k = 128, warps = 4, wave_size = 32, stages = 1>,
 mla.decode @pinned qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, tile_k = 128, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16
+
+// -----
+
+// Then rows per block, with the smaller block's warps: 160 keys fit one
+// stage beside 16 rows only (217856 bytes; 32 rows need 248832).
+// CHECK-LABEL: mla.decode @pinned_fewer_rows
+//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 16, tile_k = 160, warps = 4, wave_size = 32, stages = 1>,
+mla.decode @pinned_fewer_rows qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, tile_k = 160, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16
 
 // -----
 

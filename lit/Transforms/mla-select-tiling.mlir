@@ -1,8 +1,9 @@
 // RUN: mlagen-opt %s --split-input-file --verify-diagnostics --mla-select-tiling | FileCheck %s
 
-// Each target's preferred tiling; tile_q is always 16 * warps.
+// Each target's preferred tiling; tile_q is 16 * warps, except on sm_90a's
+// warpgroup (wgmma) kernel: a producer warpgroup plus one per 64 rows.
 // CHECK-LABEL: mla.prefill @sm_90a
-//  CHECK-SAME:   arch = sm_90a, tiling = <tile_q = 128, tile_k = 64, warps = 8, wave_size = 32, stages = 2, mma_m = 16, mma_n = 8, mma_k = 16>,
+//  CHECK-SAME:   arch = sm_90a, tiling = <tile_q = 128, tile_k = 128, warps = 12, wave_size = 32, stages = 2, mma_m = 64, mma_n = 64, mma_k = 16>,
 // CHECK-LABEL: mla.prefill @sm_80
 //  CHECK-SAME:   arch = sm_80, tiling = <tile_q = 128, tile_k = 64, warps = 8, wave_size = 32, stages = 2, mma_m = 16, mma_n = 8, mma_k = 16>,
 // CHECK-LABEL: mla.prefill @gfx90a
@@ -21,7 +22,8 @@ mla.prefill @gfx950 qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads 
 
 // Too big for shared memory: give up the second stage, then halve tile_k,
 // then tile_q, until it fits.
-// sm_90a, 576/512: one stage and tile_k 32 fit in 227 KiB.
+// sm_90a, 576/512: the wide V rules out the wgmma kernel; for mma.sync one
+// stage and tile_k 32 fit in 227 KiB.
 // CHECK-LABEL: mla.prefill @sm_90a_576x512
 //  CHECK-SAME:   tiling = <tile_q = 128, tile_k = 32, warps = 8, wave_size = 32, stages = 1,
 // sm_80 has 163 KiB: tile_k 16 is not enough, tile_q halves.
@@ -41,6 +43,22 @@ mla.prefill @sm_80_576x512 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, kv
 mla.prefill @gfx942_576x512 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, kv_heads = 1, mask = causal, arch = gfx942, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
 mla.prefill @gfx950_576x512 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, kv_heads = 1, mask = causal, arch = gfx950, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
 mla.prefill @sm_80_64x512 qk_head_dim = 64, v_head_dim = 512, q_heads = 16, kv_heads = 16, mask = causal, arch = sm_80, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+
+// -----
+
+// sm_90a's wgmma kernel keeps two stages and halves tile_k to fit (256/256:
+// 2 * (128 * 264 + 2 * 64 * (264 + 264)) = 202752), takes a pinned tile_q of
+// 64 (one consumer warpgroup), and leaves head dims that are not whole
+// 64-element rows to mma.sync.
+// CHECK-LABEL: mla.prefill @sm_90a_256x256
+//  CHECK-SAME:   tiling = <tile_q = 128, tile_k = 64, warps = 12, wave_size = 32, stages = 2, mma_m = 64, mma_n = 64, mma_k = 16>,
+// CHECK-LABEL: mla.prefill @sm_90a_pinned_64
+//  CHECK-SAME:   tiling = <tile_q = 64, tile_k = 128, warps = 8, wave_size = 32, stages = 2, mma_m = 64, mma_n = 64, mma_k = 16>,
+// CHECK-LABEL: mla.prefill @sm_90a_80x80
+//  CHECK-SAME:   tiling = <tile_q = 128, tile_k = 64, warps = 8, wave_size = 32, stages = 2, mma_m = 16, mma_n = 8, mma_k = 16>,
+mla.prefill @sm_90a_256x256 qk_head_dim = 256, v_head_dim = 256, q_heads = 16, kv_heads = 16, mask = causal, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+mla.prefill @sm_90a_pinned_64 qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads = 16, mask = causal, tile_q = 64, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+mla.prefill @sm_90a_80x80 qk_head_dim = 80, v_head_dim = 80, q_heads = 16, kv_heads = 16, mask = causal, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
 
 // -----
 

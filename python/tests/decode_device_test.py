@@ -20,8 +20,12 @@ import torch
 
 import mlagen
 
-ATOL = 1e-2       # bf16 inputs of unit-normal scale
-LSE_RTOL = 1e-3
+# An output element passes when |got - ref| <= max(ATOL, 1.01 |ref - out_dtype(ref)|):
+# 1e-2, or the rounding error of the fp32 reference itself in out's dtype where that
+# is larger (rows that see few keys reach |out| > 4, where half a bf16 ulp is 0.0156).
+ATOL = 1e-2
+ROUNDING_SLACK = 1.01
+LSE_RTOL = 1e-3   # relative
 QK, V = 576, 512
 SCALE = 1.0 / math.sqrt(192)  # DeepSeek-V3: the unabsorbed head dim
 DEV = "cuda"
@@ -80,17 +84,25 @@ def run(kernel, plan, q, kv, table, lens, with_lse=True):
     return out, lse
 
 
+def output_tolerance(ref_out, dtype):
+    """Per element: max(ATOL, 1.01 |ref - dtype(ref)|) (see ATOL)."""
+    rounding = (ref_out - ref_out.to(dtype).float()).abs()
+    return (ROUNDING_SLACK * rounding).clamp_min(ATOL)
+
+
 def compare(out, lse, ref_out, ref_lse):
     got = out.float()
     unwritten = int(torch.isnan(got).sum()) + int(torch.isnan(lse).sum())
-    err = (got - ref_out).abs().max().item()
+    diff = (got - ref_out).abs()
+    err = diff.max().item()
+    over_tolerance = int((~(diff <= output_tolerance(ref_out, out.dtype))).sum())  # NaN counts
     finite = torch.isfinite(ref_lse)
     same_inf = bool(torch.equal(torch.isinf(lse) & (lse < 0), ~finite))
     lse_rel = ((lse[finite] - ref_lse[finite]).abs() /
                ref_lse[finite].abs().clamp_min(1e-6)).max().item() if finite.any() else 0.0
-    ok = unwritten == 0 and err <= ATOL and lse_rel <= LSE_RTOL and same_inf
-    return dict(max_abs_err=err, lse_max_rel_err=lse_rel, unwritten=unwritten,
-                empty_rows_lse_neg_inf=same_inf, ok=ok)
+    ok = unwritten == 0 and over_tolerance == 0 and lse_rel <= LSE_RTOL and same_inf
+    return dict(max_abs_err=err, over_tolerance=over_tolerance, lse_max_rel_err=lse_rel,
+                unwritten=unwritten, empty_rows_lse_neg_inf=same_inf, ok=ok)
 
 
 def numerics_case(rt, arch, heads, q_len, page, seq_lens, num_sms, dtype="bf16"):
@@ -192,8 +204,9 @@ def main():
 
     def report(r):
         results.append(r)
-        errs = (f"err={r['max_abs_err']:.2e} lse_rel={r['lse_max_rel_err']:.2e} "
-                f"unwritten={r['unwritten']}" if "max_abs_err" in r else "")
+        errs = (f"err={r['max_abs_err']:.2e} over_tol={r['over_tolerance']} "
+                f"lse_rel={r['lse_max_rel_err']:.2e} unwritten={r['unwritten']}"
+                if "max_abs_err" in r else "")
         print(f"{'PASS' if r['ok'] else 'FAIL'} {r['case']} {r.get('signature', '')} "
               f"lens={r['seq_lens']} sms={r.get('num_sms', '')} work={r.get('work_items', '')} "
               f"{errs}", flush=True)
@@ -215,7 +228,8 @@ def main():
 
     out_dir = os.environ.get("OUT", "/tmp")
     with open(os.path.join(out_dir, "decode_numerics.json"), "w") as f:
-        json.dump(dict(gpu=torch.cuda.get_device_name(), backend=rt.backend, atol=ATOL,
+        json.dump(dict(gpu=torch.cuda.get_device_name(), backend=rt.backend,
+                       tolerance=f"|got - ref| <= max({ATOL}, {ROUNDING_SLACK} |ref - dtype(ref)|)",
                        lse_rtol=LSE_RTOL, results=results), f, indent=1)
     failed = [r for r in results if not r["ok"]]
     print(f"{len(results) - len(failed)}/{len(results)} cases pass", flush=True)

@@ -42,6 +42,15 @@ static_assert(kStages >= 1, "at least one K/V buffer");
 
 constexpr int kQueryHeadsPerKVHead = kNumQHeads / kNumKVHeads;
 
+// sm_90a runs the warp-specialised wgmma kernel (warpgroup_mma) when the
+// tiling pass gives it a producer warpgroup plus one consumer warpgroup per
+// 64 query rows; one warp per 16 rows selects mma.sync (warp_mma).
+#if MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
+constexpr bool kWarpSpecialized = kTileQ % 64 == 0 && kNumWarps == 4 * (kTileQ / 64 + 1);
+#else
+constexpr bool kWarpSpecialized = false;
+#endif
+
 // Key visibility within one sequence. Query i lines up with key
 // i + len_k - len_q (bottom-right aligned) and sees the keys of
 // [i + len_k - len_q - kWindowLeft, i + len_k - len_q + kReachRight] that
@@ -160,7 +169,8 @@ struct TileCopy {
 namespace warp_mma {
 
 static_assert(kWaveSize == 32, "NVIDIA warps are 32 lanes");
-static_assert(kTileQ == 16 * kNumWarps, "NVIDIA: each warp owns 16 query rows (kTileQ = 16 * kNumWarps)");
+static_assert(kWarpSpecialized || kTileQ == 16 * kNumWarps,
+              "NVIDIA: each warp owns 16 query rows (kTileQ = 16 * kNumWarps)");
 static_assert(kHeadDimV <= 256, "NVIDIA: a warp keeps 16 x kHeadDimV fp32 outputs in registers");
 
 // Rows padded by 8 elements: the 8 rows an ldmatrix reads start 16 bytes
@@ -171,7 +181,7 @@ constexpr int kQTileElems = kTileQ * kStrideQK;
 constexpr int kKTileElems = kTileK * kStrideQK;
 constexpr int kVTileElems = kTileK * kStrideV;
 constexpr int kSharedBytesUsed = 2 * (kQTileElems + kStages * (kKTileElems + kVTileElems));
-static_assert(kSharedBytesUsed <= kSharedBytes, "tiles exceed kSharedBytes");
+static_assert(kWarpSpecialized || kSharedBytesUsed <= kSharedBytes, "tiles exceed kSharedBytes");
 
 constexpr int kQKSteps = kHeadDimQK / 16; // k-steps of S = Q K^T
 constexpr int kSTiles = kTileK / 8;       // n8 tiles of S
@@ -398,6 +408,546 @@ MLAGEN_DEVICE void attend(const Task &task, u16 *smem) {
 
 } // namespace warp_mma
 #endif // MLAGEN_TARGET_NVIDIA
+
+#if MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
+// sm_90a, FlashAttention-3 style: warpgroup 0 is the producer, streaming Q
+// once and then K/V tiles into kStages shared-memory buffers with cp.async
+// (in the 128-byte swizzle that wgmma reads; completion arrives on
+// mbarriers; K and V buffers are released separately); each further
+// warpgroup is a consumer owning 64 query rows. S = Q K^T is wgmma with K
+// (and Q, unless Q fits in registers) from shared memory; P stays in
+// registers as the A operand of O += P V, whose B (V, MN-major) is read
+// transposed from shared memory. A consumer issues S of tile j with P V of
+// tile j - 1; with two consumers, named barriers make their products take
+// turns, so that one warpgroup's softmax runs under the other's products.
+// (No TMA: the runtime passes no tensor map.)
+namespace warpgroup_mma {
+
+using sm90::u64;
+
+// Checked only when this kernel is the one selected (kWarpSpecialized).
+constexpr int kConsumers = kTileQ / 64;
+static_assert(!kWarpSpecialized || kConsumers == 1 || kConsumers == 2,
+              "sm_90a wgmma: one or two consumer warpgroups of 64 query rows");
+static_assert(!kWarpSpecialized || kHeadDimQK % 64 == 0 && kHeadDimV % 64 == 0,
+              "sm_90a wgmma: head dims are whole 64-element (128-byte) swizzle rows");
+static_assert(!kWarpSpecialized || kTileK == 64 || kTileK == 96 || kTileK == 128,
+              "sm_90a wgmma: kTileK is 64, 96 or 128");
+static_assert(!kWarpSpecialized || kHeadDimV <= 256,
+              "sm_90a wgmma: a warpgroup keeps 64 x kHeadDimV fp32 outputs in registers");
+// S of tile j is issued while P V of tile j - 1 still reads its V buffer.
+static_assert(!kWarpSpecialized || kStages >= 2, "sm_90a wgmma: at least two K/V stages");
+
+// Two consumers take turns issuing their matrix products (turn_begin).
+constexpr bool kPingPong = kConsumers == 2;
+// Register budgets (the producer gives its share to the consumers):
+// 128 * 24 + 256 * 240 <= 64K. The producer's loop needs few.
+constexpr int kProducerRegs = 24;
+constexpr int kConsumerRegs = 240;
+
+// Each tile is stored as 64-column slabs of [rows][64] elements (128-byte
+// rows), slab after slab, every slab 1024-byte aligned.
+constexpr int kQBytes = kTileQ * kHeadDimQK * 2;
+constexpr int kKBytes = kTileK * kHeadDimQK * 2;
+constexpr int kVBytes = kTileK * kHeadDimV * 2;
+constexpr int kNumBarriers = 1 + 4 * kStages; // q_full, k_full[], v_full[], k_empty[], v_empty[]
+// 1024 bytes of alignment slack (the dynamic shared base is only 16-byte
+// aligned), then the tiles, then the barriers.
+constexpr int kSharedBytesUsed = 1024 + kQBytes + kStages * (kKBytes + kVBytes) + 8 * kNumBarriers;
+static_assert(!kWarpSpecialized || kSharedBytesUsed <= kSharedBytes, "tiles exceed kSharedBytes");
+
+constexpr int kQKSteps = kHeadDimQK / 16;
+constexpr int kPVSteps = kTileK / 16;
+// Q as wgmma A fragments in registers, so that S = Q K^T reads only K from
+// shared memory (its bandwidth is shared with the cp.async fills), when Q,
+// S, P and O fit in about 208 of the consumers' 240 registers and neither a
+// soft cap nor fp16 rounding residues (few-keys path) need more.
+constexpr bool kQInRegisters =
+    4 * kQKSteps + kTileK / 2 + kTileK / 4 + kHeadDimV / 2 <= 208 && kSoftCap == 0.0f && kInputBF16;
+// Rows that see at most this many keys get P's rounding residue (few_keys).
+constexpr int kFewKeys = 128;
+constexpr int kOChunkN = kHeadDimV % 128 == 0 ? 128 : 64; // wgmma N of O += P V
+constexpr int kOChunks = kHeadDimV / kOChunkN;
+typedef sm90::Wgmma<Elem, kWarpSpecialized ? kTileK : 64> WgmmaS;
+typedef sm90::Wgmma<Elem, kOChunkN> WgmmaO;
+
+struct Barriers {
+  u32 base;
+  MLAGEN_DEVICE u32 q_full() const { return base; }
+  MLAGEN_DEVICE u32 k_full(int stage) const { return base + 8 * (1 + stage); }
+  MLAGEN_DEVICE u32 v_full(int stage) const { return base + 8 * (1 + kStages + stage); }
+  MLAGEN_DEVICE u32 k_empty(int stage) const { return base + 8 * (1 + 2 * kStages + stage); }
+  MLAGEN_DEVICE u32 v_empty(int stage) const { return base + 8 * (1 + 3 * kStages + stage); }
+};
+
+// cp.async of a kRows x kCols global tile into swizzled slabs at `dst`,
+// zero-filling rows at or past rows_valid. Eight producer threads cover one
+// 128-byte slab row; since 16 rows per pass keep r % 8, each thread's
+// swizzled column is fixed.
+template <int kRows, int kCols>
+MLAGEN_DEVICE void load_tile(u32 dst, const u16 *src, long long src_stride, int rows_valid, int ptid) {
+  static_assert(kRows % 16 == 0, "16 rows per pass");
+  const int row = ptid / 8;
+  const int chunk = ptid % 8;
+  const u16 *const tile = src;
+  dst += row * 128 + ((chunk ^ (row % 8)) * 16);
+  src += row * src_stride + chunk * 8;
+#pragma unroll
+  for (int pass = 0; pass < kRows / 16; ++pass) {
+    const bool valid = row + pass * 16 < rows_valid;
+#pragma unroll
+    for (int slab = 0; slab < kCols / 64; ++slab)
+      nv::cp_async_16(dst + slab * kRows * 128 + pass * 16 * 128,
+                      valid ? src + pass * 16 * src_stride + slab * 64 : tile, valid);
+  }
+}
+
+MLAGEN_DEVICE void produce(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem, const Barriers &bars,
+                           int first_tile, int num_tiles, int rows_q) {
+  const int ptid = thread_index();
+  load_tile<kTileQ, kHeadDimQK>(q_smem, task.q, task.q_stride, rows_q, ptid);
+  sm90::cp_async_arrive(bars.q_full());
+  for (int it = 0; it < num_tiles; ++it) {
+    const int stage = it % kStages;
+    // Buffers are reused once both consumers are done with the tile kStages
+    // back: K once its S is computed, V once its P V is (so the next K
+    // streams in half an iteration earlier than with one release per tile).
+    if (it >= kStages)
+      sm90::mbarrier_wait(bars.k_empty(stage), (it / kStages - 1) & 1);
+    const int k0 = (first_tile + it) * kTileK;
+    load_tile<kTileK, kHeadDimQK>(k_smem + stage * kKBytes, task.k + k0 * task.k_stride, task.k_stride,
+                                  task.seq.len_k - k0, ptid);
+    sm90::cp_async_arrive(bars.k_full(stage));
+    if (it >= kStages)
+      sm90::mbarrier_wait(bars.v_empty(stage), (it / kStages - 1) & 1);
+    load_tile<kTileK, kHeadDimV>(v_smem + stage * kVBytes, task.v + k0 * task.v_stride, task.v_stride,
+                                 task.seq.len_k - k0, ptid);
+    sm90::cp_async_arrive(bars.v_full(stage));
+  }
+  sm90::cp_async_wait_all(); // no copies outlive the thread
+}
+
+// Row r of this thread (warp row group + 8 r) holds s[4 j + 2 r + {0, 1}],
+// keys 8 j + 2 quad + {0, 1} of the tile, j < kTileK / 8.
+constexpr int kRowElems = kTileK / 4;
+
+// Max and sum of one row's elements through 8 independent partial
+// results: short dependency chains, where a running max / sum would take
+// kRowElems dependent steps.
+static_assert(kRowElems % 8 == 0, "kTileK is a multiple of 32");
+MLAGEN_DEVICE float row_max(const float (&s)[kTileK / 2], int r) {
+  float t[8];
+#pragma unroll
+  for (int k = 0; k < 8; ++k)
+    t[k] = s[4 * (k / 2) + 2 * r + k % 2];
+#pragma unroll
+  for (int i = 8; i < kRowElems; ++i)
+    t[i % 8] = fmaxf(t[i % 8], s[4 * (i / 2) + 2 * r + i % 2]);
+  return fmaxf(fmaxf(fmaxf(t[0], t[1]), fmaxf(t[2], t[3])), fmaxf(fmaxf(t[4], t[5]), fmaxf(t[6], t[7])));
+}
+MLAGEN_DEVICE float row_sum(const float (&s)[kTileK / 2], int r) {
+  float t[8];
+#pragma unroll
+  for (int k = 0; k < 8; ++k)
+    t[k] = s[4 * (k / 2) + 2 * r + k % 2];
+#pragma unroll
+  for (int i = 8; i < kRowElems; ++i)
+    t[i % 8] += s[4 * (i / 2) + 2 * r + i % 2];
+  return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+}
+
+// Sets the invisible elements of a tile to -inf: key k0 + c is visible to
+// row i iff key_begin(i) <= k0 + c < key_end(i); with c = 8 j + e % 2 +
+// 2 quad the comparisons are against constants.
+MLAGEN_DEVICE void apply_mask(float (&s)[kTileK / 2], const Sequence &seq, int row0, int k0, int quad) {
+  int lo[2], hi[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    lo[r] = seq.key_begin(row0 + 8 * r) - k0 - 2 * quad;
+    hi[r] = seq.key_end(row0 + 8 * r) - k0 - 2 * quad;
+  }
+#pragma unroll
+  for (int i = 0; i < kTileK / 2; ++i) {
+    const int r = (i % 4) / 2;
+    const int c = (i / 4) * 8 + i % 2;
+    if (c < lo[r] || c >= hi[r])
+      s[i] = kNegInf;
+  }
+}
+
+// Online softmax of one S tile held as wgmma accumulators: soft cap, mask
+// (only tiles that need one, behind a real branch), the two row states of
+// this thread, s -> unnormalised probabilities; returns the O rescale factors.
+MLAGEN_DEVICE void softmax(float (&s)[kTileK / 2], RowState (&rows)[2], float (&alpha)[2], const Task &task,
+                           const QueryRows &warp_rows, int row0, int k0, int quad) {
+  const Sequence &seq = task.seq;
+  if (kSoftCap > 0.0f) {
+#pragma unroll
+    for (int i = 0; i < kTileK / 2; ++i)
+      s[i] = task.logits.score(s[i]);
+  }
+  if (warp_rows.needs_mask(seq, k0))
+    apply_mask(s, seq, row0, k0, quad);
+  float base[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float tile_max = row_max(s, r);
+    tile_max = fmaxf(tile_max, shfl_xor(tile_max, 1));
+    tile_max = fmaxf(tile_max, shfl_xor(tile_max, 2));
+    alpha[r] = rows[r].update(tile_max * task.logits.unit, base[r]);
+  }
+#pragma unroll
+  for (int i = 0; i < kTileK / 2; ++i)
+    s[i] = task.logits.exp2_shifted(s[i], base[(i % 4) / 2]);
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+    rows[r].sum += row_sum(s, r);
+}
+
+// S = Q K^T of one tile (not waited for). Descriptors advance by adding
+// the byte offset / 16 to their base (addresses stay below 256 KiB, so the
+// 14-bit address field never carries).
+MLAGEN_DEVICE void issue_qk(float (&s)[kTileK / 2], u64 q_desc, u64 k_desc) {
+#pragma unroll
+  for (int ks = 0; ks < kQKSteps; ++ks) {
+    // Step ks: slab ks / 4, 32 bytes per 16 columns within the 128-byte row.
+    const u64 a = q_desc + ((ks / 4) * kTileQ * 128 + (ks % 4) * 32) / 16;
+    const u64 b = k_desc + ((ks / 4) * kTileK * 128 + (ks % 4) * 32) / 16;
+    WgmmaS::ss<0>(s, a, b, ks > 0);
+  }
+}
+
+// The same with Q from registers.
+MLAGEN_DEVICE void issue_qk(float (&s)[kTileK / 2], const u32 (&q)[kQKSteps][4], u64 k_desc) {
+#pragma unroll
+  for (int ks = 0; ks < kQKSteps; ++ks)
+    WgmmaS::rs<0>(s, q[ks], k_desc + ((ks / 4) * kTileK * 128 + (ks % 4) * 32) / 16, ks > 0);
+}
+
+// This warp's 16 rows of the swizzled Q tile as A fragments, k-step by
+// k-step: ldmatrix lane l addresses row l % 8 + 8 (l / 8 % 2) at column
+// 8 (l / 16) of the step.
+MLAGEN_DEVICE void load_q_fragments(u32 (&q)[kQKSteps][4], u32 q_smem, int row0, int lane) {
+  const int row = row0 + lane % 8 + 8 * (lane / 8 % 2);
+#pragma unroll
+  for (int ks = 0; ks < kQKSteps; ++ks) {
+    const int col = ks * 16 + 8 * (lane / 16);
+    nv::ldmatrix_x4(q[ks], q_smem + (col / 64) * kTileQ * 128 + row * 128 + (((col % 64) / 8) ^ (row % 8)) * 16);
+  }
+}
+
+// O += P V of one tile (not waited for).
+MLAGEN_DEVICE void issue_pv(float (&o)[kOChunks][kOChunkN / 2], const u32 (&p)[kPVSteps][4], u64 v_desc) {
+#pragma unroll
+  for (int ps = 0; ps < kPVSteps; ++ps) {
+#pragma unroll
+    for (int c = 0; c < kOChunks; ++c) {
+      // V is [key][column]: keys 16 ps.. start 16 rows of 128 bytes on;
+      // chunk c starts kOChunkN / 64 slabs on; slabs are kTileK rows apart.
+      const u64 b = v_desc + (c * (kOChunkN / 64) * kTileK * 128 + ps * 16 * 128) / 16;
+      WgmmaO::rs<1>(o[c], p[ps], b, 1);
+    }
+  }
+}
+
+// P = S (probabilities) as 16-bit A fragments: accumulator chunks 2 ps and
+// 2 ps + 1 (keys 16 ps..) are exactly the A fragment of keys 16 ps..16 ps + 15.
+// With kResidue, what that rounding lost instead (p holds the rounded P).
+template <bool kResidue>
+MLAGEN_DEVICE void pack_p(u32 (&p)[kPVSteps][4], const float (&s)[kTileK / 2]) {
+#pragma unroll
+  for (int ps = 0; ps < kPVSteps; ++ps)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      p[ps][j] = kResidue ? rounding_residue<Elem>(s[8 * ps + 2 * j], s[8 * ps + 2 * j + 1], p[ps][j])
+                          : pack2<Elem>(s[8 * ps + 2 * j], s[8 * ps + 2 * j + 1]);
+}
+
+template <class T, int N>
+MLAGEN_DEVICE void fence_array(T (&x)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    sm90::fence_operand(x[i]);
+}
+template <class T, int N, int M>
+MLAGEN_DEVICE void fence_array(T (&x)[N][M]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    fence_array(x[i]);
+}
+
+// Turn-taking of the two consumers' matrix products (kPingPong): a
+// warpgroup waits for its turn, issues, then hands the turn over. Both
+// warpgroups take the same number of turns (one per tile, plus one).
+MLAGEN_DEVICE void turn_begin(int wg) {
+  if (kPingPong)
+    sm90::named_barrier_sync(1 + wg, 256);
+}
+MLAGEN_DEVICE void turn_end(int wg) {
+  if (kPingPong)
+    sm90::named_barrier_arrive(2 - wg, 256);
+}
+
+// One consumer warpgroup: computes its 64 rows against the block's tiles
+// [t_begin, t_end) and only releases the others.
+//
+// Common path: S of tile j and P V of tile j - 1 are issued together; the
+// softmax of tile j runs while P V still does. Few-keys path (kResidue):
+// P V is issued twice (rounded P, then its residue) from the fp32 S kept in
+// registers, before S of the next tile; nothing overlaps, but P, S and O
+// fit the register budget.
+template <bool kResidue>
+MLAGEN_DEVICE void consume(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem, const Barriers &bars,
+                           int first_tile, int num_tiles, int t_begin, int t_end, int wg, int warp_in_wg,
+                           int lane) {
+  const Sequence &seq = task.seq;
+  const int group = lane / 4;
+  const int quad = lane % 4;
+  const int warp_q0 = task.q0 + wg * 64 + warp_in_wg * 16;
+  const QueryRows warp_rows = {warp_q0, min_int(warp_q0 + 15, max_int(warp_q0, seq.len_q - 1))};
+  const u64 q_desc = sm90::smem_desc_sw128(q_smem + wg * 64 * 128, 16);
+  const u64 k_desc0 = sm90::smem_desc_sw128(k_smem, 16);
+  const u64 v_desc0 = sm90::smem_desc_sw128(v_smem, kTileK * 128); // LBO: next 64 columns
+  auto k_desc = [&](int it) { return k_desc0 + (it % kStages) * (kKBytes / 16); };
+  auto v_desc = [&](int it) { return v_desc0 + (it % kStages) * (kVBytes / 16); };
+
+  float o[kOChunks][kOChunkN / 2];
+#pragma unroll
+  for (int c = 0; c < kOChunks; ++c)
+#pragma unroll
+    for (int i = 0; i < kOChunkN / 2; ++i)
+      o[c][i] = 0.0f;
+  RowState rows[2];
+
+  // One arrival per consumer warp and buffer use.
+  auto release_k = [&](int it) {
+    if (lane == 0)
+      sm90::mbarrier_arrive(bars.k_empty(it % kStages));
+  };
+  auto release_v = [&](int it) {
+    if (lane == 0)
+      sm90::mbarrier_arrive(bars.v_empty(it % kStages));
+  };
+  // Callers follow with fence_proxy_async: cp.async wrote the tiles through
+  // the generic proxy, wgmma reads them through the async proxy.
+  auto wait_full = [&](u32 bar, int it) { sm90::mbarrier_wait(bar, (it / kStages) & 1); };
+  auto rescale_o = [&](const float (&alpha)[2]) {
+    // Once the row maxima settle, alpha is exactly 1 for the whole warp.
+    if (all_lanes(alpha[0] == 1.0f && alpha[1] == 1.0f))
+      return;
+#pragma unroll
+    for (int c = 0; c < kOChunks; ++c)
+#pragma unroll
+      for (int i = 0; i < kOChunkN / 2; ++i)
+        o[c][i] *= alpha[(i % 4) / 2];
+  };
+  // Few-keys path: O += P V with P and then its residue; waits.
+  auto pv_with_residue = [&](u32 (&p)[kPVSteps][4], const float (&s)[kTileK / 2], u64 v_stage) {
+    pack_p<false>(p, s);
+    sm90::wgmma_fence();
+    issue_pv(o, p, v_stage);
+    sm90::wgmma_commit();
+    sm90::wgmma_wait<0>();
+    fence_array(o);
+    fence_array(p);
+    pack_p<true>(p, s);
+    sm90::wgmma_fence();
+    issue_pv(o, p, v_stage);
+    sm90::wgmma_commit();
+    sm90::wgmma_wait<0>();
+    fence_array(o);
+    fence_array(p);
+  };
+
+  for (int it = 0; it < t_begin; ++it) {
+    wait_full(bars.k_full(it % kStages), it);
+    wait_full(bars.v_full(it % kStages), it);
+    release_k(it);
+    release_v(it);
+  }
+  if (t_begin < t_end) {
+    float s[kTileK / 2];
+    u32 p[kPVSteps][4];
+    float alpha[2];
+    sm90::mbarrier_wait(bars.q_full(), 0);
+    constexpr bool kQRegs = kQInRegisters;
+    u32 q_frag[kQRegs ? kQKSteps : 1][4];
+    if (kQRegs) {
+      load_q_fragments(reinterpret_cast<u32(&)[kQKSteps][4]>(q_frag), q_smem, wg * 64 + warp_in_wg * 16, lane);
+    }
+    auto qk = [&](int it) {
+      if (kQRegs)
+        issue_qk(s, reinterpret_cast<const u32(&)[kQKSteps][4]>(q_frag), k_desc(it));
+      else
+        issue_qk(s, q_desc, k_desc(it));
+    };
+    wait_full(bars.k_full(t_begin % kStages), t_begin);
+    sm90::fence_proxy_async();
+    turn_begin(wg);
+    sm90::wgmma_fence();
+    qk(t_begin);
+    sm90::wgmma_commit();
+    turn_end(wg);
+    sm90::wgmma_wait<0>();
+    fence_array(s);
+    release_k(t_begin);
+    softmax(s, rows, alpha, task, warp_rows, warp_q0 + group, (first_tile + t_begin) * kTileK, quad);
+    if (!kResidue)
+      pack_p<false>(p, s);
+    for (int it = t_begin + 1; it < t_end; ++it) {
+      const int prev = (it - 1) % kStages;
+      wait_full(bars.k_full(it % kStages), it);
+      wait_full(bars.v_full(prev), it - 1);
+      sm90::fence_proxy_async();
+      turn_begin(wg);
+      if (kResidue) {
+        pv_with_residue(p, s, v_desc(it - 1));
+        release_v(it - 1);
+        sm90::wgmma_fence();
+        qk(it);
+        sm90::wgmma_commit();
+        turn_end(wg);
+        sm90::wgmma_wait<0>();
+        fence_array(s);
+        release_k(it);
+        softmax(s, rows, alpha, task, warp_rows, warp_q0 + group, (first_tile + it) * kTileK, quad);
+        rescale_o(alpha);
+      } else {
+        sm90::wgmma_fence();
+        qk(it);
+        sm90::wgmma_commit();
+        issue_pv(o, p, v_desc(it - 1));
+        sm90::wgmma_commit();
+        turn_end(wg);
+        sm90::wgmma_wait<1>(); // S of tile it; P V of tile it - 1 may still run
+        fence_array(s);
+        release_k(it);
+        softmax(s, rows, alpha, task, warp_rows, warp_q0 + group, (first_tile + it) * kTileK, quad);
+        sm90::wgmma_wait<0>();
+        fence_array(o);
+        fence_array(p);
+        release_v(it - 1);
+        rescale_o(alpha);
+        pack_p<false>(p, s);
+      }
+    }
+    const int last = t_end - 1;
+    wait_full(bars.v_full(last % kStages), last);
+    sm90::fence_proxy_async();
+    turn_begin(wg);
+    if (kResidue) {
+      pv_with_residue(p, s, v_desc(last));
+      turn_end(wg);
+    } else {
+      sm90::wgmma_fence();
+      issue_pv(o, p, v_desc(last));
+      sm90::wgmma_commit();
+      turn_end(wg);
+      sm90::wgmma_wait<0>();
+      fence_array(o);
+    }
+    release_v(last);
+  }
+  for (int it = max_int(t_begin, t_end); it < num_tiles; ++it) {
+    wait_full(bars.k_full(it % kStages), it);
+    wait_full(bars.v_full(it % kStages), it);
+    release_k(it);
+    release_v(it);
+  }
+  if (kPingPong && wg == 0 && num_tiles > 0)
+    sm90::named_barrier_sync(1, 256); // the turn warpgroup 1 handed over last
+
+  // o[c][4 j + e] = O[row group + 8 (e / 2)][c kOChunkN + 8 j + 2 quad + e % 2]
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float total = rows[r].sum;
+    total += shfl_xor(total, 1);
+    total += shfl_xor(total, 2);
+    const int query = warp_q0 + group + 8 * r;
+    if (query >= seq.len_q)
+      continue;
+    const float scale = RowState::output_scale(total);
+    u16 *dst = task.out + (query - task.q0) * task.out_stride + 2 * quad;
+#pragma unroll
+    for (int c = 0; c < kOChunks; ++c)
+#pragma unroll
+      for (int j = 0; j < kOChunkN / 8; ++j)
+        *reinterpret_cast<u32 *>(dst + c * kOChunkN + j * 8) =
+            pack2<Elem>(o[c][4 * j + 2 * r] * scale, o[c][4 * j + 2 * r + 1] * scale);
+    if (kReturnLSE && task.lse && quad == 0)
+      task.lse[query] = rows[r].lse(total);
+  }
+}
+
+MLAGEN_DEVICE void attend(const Task &task, u16 *smem) {
+  const Sequence &seq = task.seq;
+  const u32 raw = nv::shared_address(smem);
+  const u32 q_smem = (raw + 1023) & ~1023u;
+  const u32 k_smem = q_smem + kQBytes;
+  const u32 v_smem = k_smem + kStages * kKBytes;
+  const Barriers bars = {v_smem + kStages * kVBytes};
+
+  const int tid = thread_index();
+  const int warp = tid / 32;
+  const int lane = tid % 32;
+
+  const int rows_q = min_int(kTileQ, seq.len_q - task.q0);
+  const QueryRows block_rows = {task.q0, task.q0 + rows_q - 1};
+  const int key_begin = block_rows.key_begin(seq);
+  const int key_end = block_rows.key_end(seq);
+  const int first_tile = key_begin / kTileK;
+  const int num_tiles = key_end > key_begin ? ceil_div(key_end, kTileK) - first_tile : 0;
+
+  if (tid == 0) {
+    sm90::mbarrier_init(bars.q_full(), 128);
+    for (int s = 0; s < kStages; ++s) {
+      sm90::mbarrier_init(bars.k_full(s), 128);
+      sm90::mbarrier_init(bars.v_full(s), 128);
+      sm90::mbarrier_init(bars.k_empty(s), 4 * kConsumers); // one arrival per consumer warp
+      sm90::mbarrier_init(bars.v_empty(s), 4 * kConsumers);
+    }
+    sm90::mbarrier_init_fence();
+  }
+  block_barrier();
+
+  if (warp < 4) {
+    if (kConsumers == 2)
+      sm90::setmaxnreg_dec<kProducerRegs>();
+    if (num_tiles > 0)
+      produce(task, q_smem, k_smem, v_smem, bars, first_tile, num_tiles, rows_q);
+    return;
+  }
+  if (kConsumers == 2)
+    sm90::setmaxnreg_inc<kConsumerRegs>();
+  const int wg = warp / 4 - 1;
+  const int warp_in_wg = warp % 4;
+  if (kPingPong && wg == 1 && num_tiles > 0)
+    sm90::named_barrier_arrive(1, 256); // warpgroup 0 takes the first turn
+
+  // This warpgroup's rows and the block tiles they see: with turn-taking
+  // both warpgroups walk every tile (same number of turns), else only their own.
+  const int wg_q0 = task.q0 + wg * 64;
+  const QueryRows wg_rows = {wg_q0, min_int(wg_q0 + 63, seq.len_q - 1)};
+  int t_begin = 0, t_end = 0;
+  if (wg_q0 < seq.len_q && wg_rows.key_end(seq) > wg_rows.key_begin(seq)) {
+    t_begin = kPingPong ? 0 : wg_rows.key_begin(seq) / kTileK - first_tile;
+    t_end = kPingPong ? num_tiles : ceil_div(wg_rows.key_end(seq), kTileK) - first_tile;
+  } else if (kPingPong) {
+    t_end = num_tiles; // rows past the sequence: masked work, same turns
+  }
+  // Rows that see few keys weigh each heavily: add P's 16-bit rounding
+  // residue (see warp_mma), one extra P V product per tile. Any warp that
+  // warp_mma treats so (<= 64 keys) lies in a warpgroup within kFewKeys.
+  const bool few_keys = wg_q0 < seq.len_q && wg_rows.key_end(seq) - wg_rows.key_begin(seq) <= kFewKeys;
+  if (few_keys)
+    consume<true>(task, q_smem, k_smem, v_smem, bars, first_tile, num_tiles, t_begin, t_end, wg, warp_in_wg, lane);
+  else
+    consume<false>(task, q_smem, k_smem, v_smem, bars, first_tile, num_tiles, t_begin, t_end, wg, warp_in_wg,
+                   lane);
+}
+
+} // namespace warpgroup_mma
+#endif // MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
 
 #if MLAGEN_TARGET_CDNA
 // AMD CDNA, wave64 MFMA 16x16: each wave owns kBlocksPerWave blocks of 16
@@ -690,8 +1240,16 @@ MLAGEN_DEVICE void attend(const Task &task, u16 *smem) {
 } // namespace prefill
 } // namespace mlagen
 
-extern "C" __global__ void __launch_bounds__(mlagen_config::kThreads)
-    mlagen_prefill(mlagen_prefill_params p) {
+// The warp-specialised kernel declares one block per SM, without which
+// ptxas ignores setmaxnreg; 0 leaves the mma.sync kernel as it was.
+#if MLAGEN_TARGET_NVIDIA
+#define MLAGEN_PREFILL_BOUNDS \
+  __launch_bounds__(mlagen_config::kThreads, mlagen::prefill::kWarpSpecialized ? 1 : 0)
+#else
+#define MLAGEN_PREFILL_BOUNDS __launch_bounds__(mlagen_config::kThreads)
+#endif
+
+extern "C" __global__ void MLAGEN_PREFILL_BOUNDS mlagen_prefill(mlagen_prefill_params p) {
   using namespace mlagen;
   using namespace mlagen::prefill;
   extern __shared__ __attribute__((aligned(16))) u16 mlagen_smem[];
@@ -724,7 +1282,12 @@ extern "C" __global__ void __launch_bounds__(mlagen_config::kThreads)
       p.out_token_stride,
       Logits(p.softmax_scale)};
 
-#if MLAGEN_TARGET_NVIDIA
+#if MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
+  if constexpr (kWarpSpecialized)
+    warpgroup_mma::attend(task, mlagen_smem);
+  else
+    warp_mma::attend(task, mlagen_smem);
+#elif MLAGEN_TARGET_NVIDIA
   warp_mma::attend(task, mlagen_smem);
 #else
   wave_mfma::attend(task, mlagen_smem);

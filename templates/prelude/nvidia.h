@@ -14,6 +14,7 @@ MLAGEN_DEVICE void block_barrier() { __syncthreads(); }
 MLAGEN_DEVICE float shfl_xor(float v, int lane_mask) {
   return __shfl_xor_sync(0xffffffffu, v, lane_mask);
 }
+MLAGEN_DEVICE bool all_lanes(bool predicate) { return __all_sync(0xffffffffu, predicate); }
 
 // exp2(-inf) = +0, which online softmax relies on.
 MLAGEN_DEVICE float exp2_approx(float x) {
@@ -136,4 +137,131 @@ MLAGEN_DEVICE void mma_16x8x16<fp16>(float (&d)[4], const u32 (&a)[4], u32 b0,
 }
 
 } // namespace nv
+
+#if MLAGEN_ARCH_SM90A
+// sm_90a only: warpgroup MMA (wgmma), mbarriers, named barriers and register
+// reallocation, for warp-specialised kernels (a producer warpgroup feeding
+// consumer warpgroups through shared memory).
+namespace sm90 {
+
+typedef unsigned long long u64;
+
+MLAGEN_DEVICE void mbarrier_init(u32 bar, u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+// Orders the initialisations before other threads' (and cp.async's) arrivals;
+// a block barrier must follow.
+MLAGEN_DEVICE void mbarrier_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+MLAGEN_DEVICE void mbarrier_arrive(u32 bar) {
+  asm volatile("{\n.reg .b64 state;\nmbarrier.arrive.shared::cta.b64 state, [%0];\n}" ::"r"(bar)
+               : "memory");
+}
+// Waits until the barrier's phase of parity `parity` has completed.
+MLAGEN_DEVICE void mbarrier_wait(u32 bar, u32 parity) {
+  u32 done;
+  do {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+// One arrival on `bar` once all of this thread's earlier cp.async copies
+// have landed; the barrier's expected count includes it.
+MLAGEN_DEVICE void cp_async_arrive(u32 bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+}
+MLAGEN_DEVICE void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+// Makes shared memory written through the generic proxy (ordinary stores,
+// cp.async) visible to the async proxy (wgmma operand reads).
+MLAGEN_DEVICE void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+// Named barriers 1..15 among `threads` threads (a multiple of 32).
+MLAGEN_DEVICE void named_barrier_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+MLAGEN_DEVICE void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// Per-warpgroup register budgets; need __launch_bounds__(threads, 1).
+template <int kRegs>
+MLAGEN_DEVICE void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(kRegs));
+}
+template <int kRegs>
+MLAGEN_DEVICE void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(kRegs));
+}
+
+MLAGEN_DEVICE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+MLAGEN_DEVICE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int kPending>
+MLAGEN_DEVICE void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(kPending) : "memory");
+}
+// Pins a register value at this point of the instruction stream: wgmma
+// reads and writes its registers asynchronously, which the compiler cannot see.
+MLAGEN_DEVICE void fence_operand(float &x) { asm volatile("" : "+f"(x)::"memory"); }
+MLAGEN_DEVICE void fence_operand(u32 &x) { asm volatile("" : "+r"(x)::"memory"); }
+
+// Shared-memory matrix descriptor for the 128-byte swizzle: rows of 128
+// bytes (64 16-bit elements), 16-byte chunk c of row r stored at chunk
+// c ^ (r % 8), 1024-byte aligned groups of 8 rows (the stride byte offset).
+// `lbo` is the distance between 64-element slabs along a MN-major operand's
+// N; K-major operands ignore it.
+MLAGEN_DEVICE u64 smem_desc_sw128(u32 addr, u32 lbo) {
+  return (u64)((addr & 0x3ffffu) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(1024 >> 4) << 32) | (1ull << 62);
+}
+
+// Accumulator operand lists for the wgmma wrappers below.
+#define MLAGEN_ACC8(d, i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
+    "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define MLAGEN_ACC64(d) MLAGEN_ACC8(d, 0), MLAGEN_ACC8(d, 8), MLAGEN_ACC8(d, 16), MLAGEN_ACC8(d, 24)
+#define MLAGEN_DREGS64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define MLAGEN_ACC96(d) MLAGEN_ACC8(d, 0), MLAGEN_ACC8(d, 8), MLAGEN_ACC8(d, 16), MLAGEN_ACC8(d, 24), MLAGEN_ACC8(d, 32), MLAGEN_ACC8(d, 40)
+#define MLAGEN_DREGS96 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}"
+#define MLAGEN_ACC128(d) MLAGEN_ACC8(d, 0), MLAGEN_ACC8(d, 8), MLAGEN_ACC8(d, 16), MLAGEN_ACC8(d, 24), MLAGEN_ACC8(d, 32), MLAGEN_ACC8(d, 40), MLAGEN_ACC8(d, 48), MLAGEN_ACC8(d, 56)
+#define MLAGEN_DREGS128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+
+// d (+)= A B for the warpgroup, m64nNk16, fp32 accumulators laid out per warp
+// as mma.sync's C fragments, one per 8 columns: d[4 j + e] holds row
+// 16 warp + lane / 4 + 8 (e / 2), column 8 j + 2 (lane % 4) + e % 2. B is a
+// shared-memory descriptor, K-major (kTransB 0) or MN-major (1); A is a
+// descriptor (ss) or, as mma.sync's A fragment, registers (rs). `accumulate`
+// 0 overwrites d.
+template <class T, int N>
+struct Wgmma;
+#define MLAGEN_WGMMA(T, TS, N, ACC, DREGS, R0, R1, R2, R3, R4, R5, R6) \
+  template <> \
+  struct Wgmma<T, N> { \
+    template <int kTransB> \
+    MLAGEN_DEVICE static void ss(float (&d)[N / 2], u64 a, u64 b, int accumulate) { \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" R2 ", 0;\n" \
+                   "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TS "." TS " " DREGS \
+                   ", %" R0 ", %" R1 ", p, 1, 1, 0, %" R3 ";\n}" \
+                   : ACC(d) : "l"(a), "l"(b), "r"(accumulate), "n"(kTransB)); \
+    } \
+    template <int kTransB> \
+    MLAGEN_DEVICE static void rs(float (&d)[N / 2], const u32 (&a)[4], u64 b, int accumulate) { \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" R5 ", 0;\n" \
+                   "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TS "." TS " " DREGS \
+                   ", {%" R0 ", %" R1 ", %" R2 ", %" R3 "}, %" R4 ", p, 1, 1, %" R6 ";\n}" \
+                   : ACC(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), \
+                     "n"(kTransB)); \
+    } \
+  };
+MLAGEN_WGMMA(bf16, "bf16", 64, MLAGEN_ACC64, MLAGEN_DREGS64, "32", "33", "34", "35", "36", "37", "38")
+MLAGEN_WGMMA(fp16, "f16", 64, MLAGEN_ACC64, MLAGEN_DREGS64, "32", "33", "34", "35", "36", "37", "38")
+MLAGEN_WGMMA(bf16, "bf16", 96, MLAGEN_ACC96, MLAGEN_DREGS96, "48", "49", "50", "51", "52", "53", "54")
+MLAGEN_WGMMA(fp16, "f16", 96, MLAGEN_ACC96, MLAGEN_DREGS96, "48", "49", "50", "51", "52", "53", "54")
+MLAGEN_WGMMA(bf16, "bf16", 128, MLAGEN_ACC128, MLAGEN_DREGS128, "64", "65", "66", "67", "68", "69", "70")
+MLAGEN_WGMMA(fp16, "f16", 128, MLAGEN_ACC128, MLAGEN_DREGS128, "64", "65", "66", "67", "68", "69", "70")
+#undef MLAGEN_WGMMA
+
+} // namespace sm90
+#endif // MLAGEN_ARCH_SM90A
 } // namespace mlagen

@@ -1,11 +1,13 @@
 //===- DecodeNumericsTest.cpp - generated decode vs the CPU reference -----===//
 //
 // The MLIR generator's absorbed MLA decode kernels (576/512, paged) on the
-// GPU against referenceDecode: bf16 inputs, 16 and 128 heads, one and four
+// GPU against referenceDecode: bf16 inputs, 8, 16 and 128 heads, one and four
 // query tokens, pages of 1 and 64 keys in a shuffled cache, ragged sequence
 // lengths (0 included), plans that split requests into many chunks and
 // plans that split none. A batch-invariant kernel gives a request the same
-// bits alone and inside a batch. Without a GPU it says "skipped: no GPU
+// bits alone and inside a batch. An element passes when |got - ref| <=
+// max(1e-2, 1.01 |ref - bf16(ref)|), an LSE at relative error <= 1e-3
+// (outputTolerance). Without a GPU it says "skipped: no GPU
 // (<reason>)" and passes. python/tests/decode_device_test.py covers the
 // larger grid (long sequences, graph capture).
 //
@@ -152,13 +154,26 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
   return {out.download<uint16_t>(), lse.download<float>()};
 }
 
+// Tolerance of one output element against the fp32 reference `ref`:
+// 1e-2, or 1.01x the bf16 rounding error of the reference itself where that
+// is larger. Rows that see few keys reach |out| > 4, where half a bf16 ulp
+// is 0.0156, so a correctly rounded output can be 1e-2 off there.
+double outputTolerance(float ref) {
+  return std::max(1e-2, 1.01 * std::fabs(double(ref) - roundToBF16(ref)));
+}
+
 void checkAgainstReference(const DecodeInputs &in, const DecodeResult &got) {
   std::vector<float> expectedOut, expectedLse;
   referenceDecode(in.problem, in.q, in.cache, expectedOut, expectedLse);
+  // |got - ref| <= max(1e-2, 1.01 |ref - bf16(ref)|) elementwise; LSE
+  // relative error <= 1e-3.
   double maxOutError = 0.0, maxLseError = 0.0;
+  size_t outOverTolerance = 0;
   for (size_t i = 0; i < got.out.size(); ++i) {
     double error = std::fabs(bf16ToFloat(got.out[i]) - expectedOut[i]);
     maxOutError = std::isnan(error) ? INFINITY : std::max(maxOutError, error);
+    if (!(error <= outputTolerance(expectedOut[i]))) // NaN fails too
+      ++outOverTolerance;
   }
   for (size_t i = 0; i < got.lse.size(); ++i) {
     if (std::isinf(expectedLse[i])) {
@@ -169,7 +184,8 @@ void checkAgainstReference(const DecodeInputs &in, const DecodeResult &got) {
                    std::max(1.0, std::fabs(double(expectedLse[i])));
     maxLseError = std::isnan(error) ? INFINITY : std::max(maxLseError, error);
   }
-  CHECK(maxOutError <= 1e-2);
+  INFO("max |out - ref| " << maxOutError);
+  CHECK(outOverTolerance == 0);
   CHECK(maxLseError <= 1e-3);
 }
 
@@ -182,7 +198,9 @@ TEST_CASE("generated decode matches the CPU reference", "[gpu]") {
     return;
   }
   const std::vector<int> seqLens = {1, 0, 37, 64, 65, 700, 2500};
-  for (int heads : {16, 128})
+  // 8 heads: AMD pads them to 16 (kNumHeads 16, kNumQHeads 8), so q, out
+  // and lse hold 8 heads while the kernel numbers rows by 16.
+  for (int heads : {8, 16, 128})
     for (int qLen : {1, 4})
       for (int pageSize : {1, 64}) {
         Signature sig = Signature::decode();

@@ -1,9 +1,10 @@
 //===- DecodePlanTest.cpp - the host-side split-KV planner ----------------===//
 //
 // Every plan is checked against what the kernels rely on (checkPlan): each
-// request's keys covered once, in order, by chunks that start at multiples
-// of tile_k; slots consecutive per split request; the buffers never
-// overflow. Then balance, batch invariance, sizes and errors.
+// request's keys covered once, in order, by chunks of one length (balanced:
+// a multiple of tile_k; batch-invariant: any); slots consecutive per split
+// request; the buffers never overflow. Then balance, batch invariance,
+// sizes and errors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,9 +63,10 @@ std::vector<Item> itemsOf(const DecodePlanner &planner,
   return items;
 }
 
-// Plans `lens` and checks every rule of the plan's layout; returns the
-// work items.
-std::vector<Item> checkPlan(const DecodePlanner &planner, int tileK,
+// Plans `lens` and checks every rule of the plan's layout, chunks starting
+// at multiples of `alignment` (balanced plans: tile_k); returns the work
+// items.
+std::vector<Item> checkPlan(const DecodePlanner &planner, int alignment,
                             const std::vector<int32_t> &lens,
                             DecodePlanSummary *summaryOut = nullptr) {
   std::vector<int32_t> plan;
@@ -78,7 +80,7 @@ std::vector<Item> checkPlan(const DecodePlanner &planner, int tileK,
   CHECK(summary.numWork <= sizes.workCapacity);
   CHECK(summary.numSlots <= sizes.slotCapacity);
   CHECK(summary.usedInts == sizes.workOffset + 4 * summary.numWork);
-  CHECK(summary.chunkKeys % tileK == 0);
+  CHECK(summary.chunkKeys % alignment == 0);
 
   std::vector<Item> items = itemsOf(planner, plan);
   const int32_t *merge = plan.data() + sizes.mergeOffset;
@@ -90,7 +92,7 @@ std::vector<Item> checkPlan(const DecodePlanner &planner, int tileK,
     while (next < items.size() && items[next].request == b) {
       const Item &item = items[next];
       CHECK(item.begin == key);
-      CHECK(item.begin % tileK == 0);
+      CHECK(item.begin % summary.chunkKeys == 0);
       CHECK((lens[b] == 0 ? item.end == 0 : item.end > item.begin));
       CHECK(item.end <= lens[b]);
       CHECK(item.slot == (numSlots ? firstSlot + chunks : -1));
@@ -241,7 +243,7 @@ TEST_CASE("random batches never overflow the fixed buffers", "[decode-plan]") {
              std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng));
   };
   for (int trial = 0; trial < 300; ++trial) {
-    const int tileK = pick({16, 32, 64});
+    const int tileK = pick({16, 32, 48, 64});
     const int heads = pick({1, 16, 128});
     const int rowsPerBlock = pick({16, 64});
     const int qLen = pick({1, 2, 8});
@@ -261,7 +263,8 @@ TEST_CASE("random batches never overflow the fixed buffers", "[decode-plan]") {
           std::uniform_int_distribution<int64_t>(0, longest)(rng));
     CAPTURE(trial, tileK, heads, rowsPerBlock, qLen, maxBatch, sms, invariant,
             batch);
-    checkPlan(planner, tileK, lens);
+    // Invariant chunks are 1024 keys whatever tile_k is.
+    checkPlan(planner, invariant ? 1024 : tileK, lens);
   }
 }
 
@@ -299,6 +302,22 @@ TEST_CASE("batch-invariant chunks do not depend on the batch or the GPU",
   CHECK(one.chunkKeys != many.chunkKeys);
 }
 
+TEST_CASE("batch-invariant chunks need not be multiples of tile_k",
+          "[decode-plan]") {
+  // sm_90a's 64-row blocks take 48 keys a step; the kernel takes any key
+  // range, so the default 1024-key boundaries stay.
+  DecodePlanner planner = makePlanner(decodeSignature(128, 1, true),
+                                      decodeCode(48, 64, 128), {4, 132, 3000});
+  DecodePlanSummary summary;
+  std::vector<Item> items = checkPlan(planner, 1024, {3000, 0, 1024}, &summary);
+  CHECK(summary.chunkKeys == 1024);
+  CHECK(items == std::vector<Item>{{0, 0, 1024, 0},
+                                   {0, 1024, 2048, 1},
+                                   {0, 2048, 3000, 2},
+                                   {1, 0, 0, -1},
+                                   {2, 0, 1024, -1}});
+}
+
 TEST_CASE("the planner names what is wrong", "[decode-plan]") {
   DecodePlanner planner;
   auto createError = [&](const Signature &sig, const CodeObject &code,
@@ -319,10 +338,9 @@ TEST_CASE("the planner names what is wrong", "[decode-plan]") {
   CHECK_THAT(createError(decodeSignature(16, 1, true), decodeCode(), {8, 132}),
              Catch::StartsWith("max_seq_len must be > 0 for a "
                                "batch-invariant kernel"));
-  CHECK_THAT(createError(decodeSignature(16, 1, true), decodeCode(),
-                         {8, 132, 4096, 0, 256, 1000}),
-             Catch::StartsWith("invariant_chunk_keys must be a positive "
-                               "multiple of the kernel's tile_k (64)"));
+  CHECK(createError(decodeSignature(16, 1, true), decodeCode(),
+                    {8, 132, 4096, 0, 256, 0}) ==
+        "invariant_chunk_keys must be >= 1 (got 0)");
   CHECK_THAT(createError(decodeSignature(16, 1, true), decodeCode(),
                          {1 << 20, 132, INT32_MAX}),
              Catch::Contains("more than a grid can launch"));

@@ -56,8 +56,8 @@ struct DecodePlanOptions {
   // a chunk's partial write and merge stay small beside its key reads.
   int minChunkKeys = 256;
   // Batch-invariant mode: chunk boundaries at every multiple of this many
-  // keys, whatever the batch or the device. A multiple of the kernel's
-  // tileK.
+  // keys, whatever the batch or the device. Any value >= 1 works; a
+  // multiple of the kernel's tileK leaves no tile part-used.
   int invariantChunkKeys = 1024;
 };
 

@@ -65,7 +65,7 @@ mla.decode @d qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page
 
 // -----
 
-// expected-error @+1 {{'tiling' heads (24) must be a multiple of 'q_heads' (16): padding repeats whole heads}}
+// expected-error @+1 {{'tiling' heads (24) must be a multiple of 'q_heads' (16): padding (AMD, to 16) takes whole multiples}}
 mla.decode @d qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, arch = sm_90a, tiling = <heads = 24, heads_per_block = 16, tile_k = 64, warps = 8, wave_size = 32, stages = 2>, q_type = bf16, kv_type = bf16, out_type = bf16
 
 // -----

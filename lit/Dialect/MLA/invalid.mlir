@@ -91,6 +91,11 @@ mla.prefill @p qk_head_dim = 128, v_head_dim = 128, q_heads = 8, kv_heads = 8, m
 
 // -----
 
+// expected-error @+1 {{tiling 'warps' (8) must be 4 * ('tile_q' (128) / 64 + 1) with 'mma_m' 64: a producer warpgroup and a consumer warpgroup per 64 query rows}}
+mla.prefill @p qk_head_dim = 128, v_head_dim = 128, q_heads = 8, kv_heads = 8, mask = none, arch = sm_90a, tiling = <tile_q = 128, tile_k = 128, warps = 8, wave_size = 32, stages = 2, mma_m = 64, mma_n = 64, mma_k = 16>, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+
+// -----
+
 // expected-error @+1 {{tiling 'tile_k' (24) must be a multiple of 'mma_n' (8) and 'mma_k' (16)}}
 mla.prefill @p qk_head_dim = 128, v_head_dim = 128, q_heads = 8, kv_heads = 8, mask = none, arch = sm_90a, tiling = <tile_q = 128, tile_k = 24, warps = 8, wave_size = 32, stages = 2, mma_m = 16, mma_n = 8, mma_k = 16>, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
 

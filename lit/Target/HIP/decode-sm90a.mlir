@@ -20,12 +20,12 @@ mla.decode @deepseek_v3_tp1_mtp qk_head_dim = 576, v_head_dim = 512, q_heads = 1
 // CHECK-NEXT: constexpr bool kInputBF16 = true;
 // CHECK-NEXT: constexpr int kCacheDType = 0;
 // CHECK-NEXT: constexpr bool kBatchInvariant = true;
-// CHECK-NEXT: constexpr int kTileK = 64;
+// CHECK-NEXT: constexpr int kTileK = 48;
 // CHECK-NEXT: constexpr int kNumWarps = 8;
 // CHECK-NEXT: constexpr int kWaveSize = 32;
 // CHECK-NEXT: constexpr int kThreads = 256;
-// CHECK-NEXT: constexpr int kStages = 1;
-// CHECK-NEXT: constexpr int kSharedBytes = 172032;
+// CHECK-NEXT: constexpr int kStages = 2;
+// CHECK-NEXT: constexpr int kSharedBytes = 204800;
 // CHECK-NEXT: constexpr int kHeadsPerBlock = 64;
 // CHECK-NEXT: } // namespace mlagen_config
 // The NVIDIA prelude is in, the CDNA one is not, and both kernels follow.

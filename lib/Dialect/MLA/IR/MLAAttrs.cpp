@@ -48,7 +48,14 @@ LogicalResult TilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (waveSize != 32 && waveSize != 64)
     return emitError() << "tiling 'wave_size' must be 32 or 64, got "
                        << waveSize;
-  if (tileQ != warps * mmaM)
+  // mma_m 64 is a warpgroup instruction (sm_90a wgmma): one producer
+  // warpgroup of 4 warps plus one consumer warpgroup per 64 query rows.
+  if (mmaM == 64 && (tileQ % 64 != 0 || warps != 4 * (tileQ / 64 + 1)))
+    return emitError() << "tiling 'warps' (" << warps
+                       << ") must be 4 * ('tile_q' (" << tileQ
+                       << ") / 64 + 1) with 'mma_m' 64: a producer warpgroup "
+                          "and a consumer warpgroup per 64 query rows";
+  if (mmaM != 64 && tileQ != warps * mmaM)
     return emitError() << "tiling 'tile_q' (" << tileQ
                        << ") must equal 'warps' (" << warps << ") * 'mma_m' ("
                        << mmaM << "): each warp owns mma_m query rows";

@@ -144,7 +144,8 @@ LogicalResult DecodeOp::verify() {
     if (heads < getQHeads() || heads % getQHeads() != 0)
       return emitOpError() << "'tiling' heads (" << heads
                            << ") must be a multiple of 'q_heads' ("
-                           << getQHeads() << "): padding repeats whole heads";
+                           << getQHeads()
+                           << "): padding (AMD, to 16) takes whole multiples";
     if (std::optional<int32_t> tileK = getTileK();
         tileK && *tileK != tiling.getTileK())
       return emitOpError() << "'tiling' tile_k (" << tiling.getTileK()

@@ -68,18 +68,19 @@ LogicalResult mlagen::mla::checkDecodeTiling(DecodeOp op,
            << "'tiling' warps (" << warps
            << ") must be a power of two up to 32 giving a multiple of 128 "
               "threads";
-  const int32_t rowTiles = tiling.getHeadsPerBlock() / 16;
-  if (llvm::popcount(uint32_t(rowTiles)) != 1)
-    return op.emitOpError()
-           << "'tiling' heads_per_block (" << tiling.getHeadsPerBlock()
-           << ") must be 16 times a power of two";
+  // Whole 16-row MMA tiles, a power of two of them that the warps split
+  // evenly; the kernel is built and checked for 1, 2 and 4.
+  const int32_t headsPerBlock = tiling.getHeadsPerBlock();
+  if (headsPerBlock != 16 && headsPerBlock != 32 && headsPerBlock != 64)
+    return op.emitOpError() << "'tiling' heads_per_block (" << headsPerBlock
+                            << ") must be 16, 32 or 64";
   // A warp holds O for every row of the block over its 512 / warps
   // columns; the kernel keeps that within 128 registers a thread:
   // heads_per_block <= 8 * warps on NVIDIA, 16 * warps on CDNA.
   const int32_t rowsPerWarp = isCDNA(target.arch) ? 16 : 8;
-  if (tiling.getHeadsPerBlock() > rowsPerWarp * warps)
+  if (headsPerBlock > rowsPerWarp * warps)
     return op.emitOpError()
-           << "'tiling' heads_per_block (" << tiling.getHeadsPerBlock()
+           << "'tiling' heads_per_block (" << headsPerBlock
            << ") needs more than 128 accumulator registers a thread with "
            << warps << " warps on " << arch;
   int64_t sharedBytes = getDecodeSharedBytes(op, tiling, target);

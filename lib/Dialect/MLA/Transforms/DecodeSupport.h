@@ -26,7 +26,8 @@ int64_t getDecodeSharedBytes(DecodeOp op, DecodeTilingAttr tiling,
                              const TargetInfo &target);
 
 /// Emits an error if `tiling` breaks a rule of the kernel on `target`
-/// (wave size, MMA depth, registers, shared memory).
+/// (wave size, MMA depth, warps, rows per block, registers, shared memory;
+/// DECODE_CONTRACT.md, "Kernel owner's answers").
 mlir::LogicalResult checkDecodeTiling(DecodeOp op, DecodeTilingAttr tiling,
                                       const TargetInfo &target);
 

@@ -41,7 +41,7 @@ LogicalResult prepareForEmission(PrefillOp op) {
            << "'tiling' wave_size (" << tiling.getWaveSize() << ") is not "
            << stringifyArch(arch) << "'s (" << target.waveSize << ")";
   MMAShape mma{tiling.getMmaM(), tiling.getMmaN(), tiling.getMmaK()};
-  if (mma != target.mma)
+  if (mma != target.mma && !(arch == Arch::SM90A && mma == kWarpgroupMMA))
     return op.emitOpError()
            << "'tiling' MMA shape " << mma.m << "x" << mma.n << "x" << mma.k
            << " is not " << stringifyArch(arch) << "'s (" << target.mma.m << "x"

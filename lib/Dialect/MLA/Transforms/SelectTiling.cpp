@@ -6,7 +6,6 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Sequence.h"
-#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 
@@ -41,6 +40,26 @@ LogicalResult selectTiling(PrefillOp op, std::optional<Arch> defaultArch) {
            << op.getVHeadDim() << ") of its width (" << target.mma.n << ")";
 
   std::optional<int32_t> pinnedTileQ = op.getTileQ();
+  MLIRContext *ctx = op.getContext();
+  // sm_90a: the warp-specialised wgmma kernel where its rules hold (head
+  // dims of whole 128-byte swizzle rows, O in registers, two K/V stages,
+  // one or two consumer warpgroups): tile_k 128, else 64 to fit. Shared
+  // bytes keep the padded formula, an upper bound of what it uses.
+  if (*arch == Arch::SM90A && op.getQkHeadDim() % 64 == 0 &&
+      op.getVHeadDim() % 64 == 0 && op.getVHeadDim() <= 256 &&
+      (!pinnedTileQ || *pinnedTileQ == 64 || *pinnedTileQ == 128)) {
+    const int32_t wgTileQ = pinnedTileQ.value_or(128);
+    for (int32_t wgTileK : {128, 64}) {
+      if (op.getSharedBytes(wgTileQ, wgTileK, 2) > target.sharedBytesLimit)
+        continue;
+      op.setArchAttr(ArchAttr::get(ctx, *arch));
+      op.setTilingAttr(TilingAttr::get(
+          ctx, wgTileQ, wgTileK, 4 * (wgTileQ / 64 + 1), target.waveSize, 2,
+          kWarpgroupMMA.m, kWarpgroupMMA.n, kWarpgroupMMA.k));
+      return success();
+    }
+  }
+
   int32_t tileQ = pinnedTileQ.value_or(target.tileQ);
   int32_t tileK = target.tileK, stages = target.stages;
   auto sharedBytes = [&] { return op.getSharedBytes(tileQ, tileK, stages); };
@@ -63,7 +82,6 @@ LogicalResult selectTiling(PrefillOp op, std::optional<Arch> defaultArch) {
            << (pinnedTileQ ? " (pinned)" : "") << ", tile_k = " << tileK
            << ", stages = " << stages << ", needs " << sharedBytes();
 
-  MLIRContext *ctx = op.getContext();
   op.setArchAttr(ArchAttr::get(ctx, *arch));
   op.setTilingAttr(TilingAttr::get(ctx, tileQ, tileK, tileQ / target.mma.m,
                                    target.waveSize, stages, target.mma.m,
@@ -71,9 +89,10 @@ LogicalResult selectTiling(PrefillOp op, std::optional<Arch> defaultArch) {
   return success();
 }
 
-/// The q heads the decode kernel computes on `target`: q_heads rounded up
-/// to the target's quantum by repeating whole heads, so a count must
-/// divide the quantum or be a multiple of it.
+/// The heads per token of the kernel's row numbering on `target`
+/// (kNumHeads): q_heads, or on AMD q_heads padded to the quantum, which
+/// the issue allows only where the quantum is a multiple of the count.
+/// Padded heads read zero q and write nothing (kNumQHeads = q_heads).
 FailureOr<int32_t> padHeads(DecodeOp op, const TargetInfo &target) {
   const int32_t heads = op.getQHeads(), quantum = target.decode.headQuantum;
   if (heads % quantum == 0)
@@ -85,6 +104,14 @@ FailureOr<int32_t> padHeads(DecodeOp op, const TargetInfo &target) {
                           << ": decode there pads q heads to " << quantum
                           << ", so the count must divide " << quantum
                           << " or be a multiple of it";
+}
+
+/// q rows a decode block owns, by the kernel owner's rule: 16 if a
+/// request's rows (q_len x heads) fit in 16, 32 if in 32, else 64; capped
+/// by the target.
+int32_t selectHeadsPerBlock(int32_t rows, const TargetInfo &target) {
+  const int32_t headsPerBlock = rows <= 16 ? 16 : rows <= 32 ? 32 : 64;
+  return std::min(headsPerBlock, target.decode.maxHeadsPerBlock);
 }
 
 LogicalResult selectDecodeTiling(DecodeOp op, std::optional<Arch> defaultArch) {
@@ -99,29 +126,34 @@ LogicalResult selectDecodeTiling(DecodeOp op, std::optional<Arch> defaultArch) {
   if (failed(heads))
     return failure();
 
-  // A block owns whole 16-row MMA tiles, a power of two of them.
-  const int32_t rowTiles = (op.getQLen() * *heads + 15) / 16;
-  int32_t headsPerBlock =
-      std::min<int32_t>(16 * static_cast<int32_t>(llvm::PowerOf2Ceil(rowTiles)),
-                        target.decode.maxHeadsPerBlock);
   std::optional<int32_t> pinnedTileK = op.getTileK();
-  int32_t tileK = pinnedTileK.value_or(target.decode.tileK);
-  int32_t stages = target.decode.stages;
+  // tile_k stays a multiple of 16 and of the MMA depth (32 on gfx950).
+  const int32_t tileKStep = std::max(kMinTile, target.mma.k);
+  int32_t headsPerBlock = selectHeadsPerBlock(op.getQLen() * *heads, target);
+  int32_t tileK = 0, warps = 0, stages = 0;
   MLIRContext *ctx = op.getContext();
   auto tiling = [&] {
-    return DecodeTilingAttr::get(ctx, *heads, headsPerBlock, tileK,
-                                 target.decode.warps, target.waveSize, stages);
+    return DecodeTilingAttr::get(ctx, *heads, headsPerBlock, tileK, warps,
+                                 target.waveSize, stages);
   };
   auto sharedBytes = [&] { return getDecodeSharedBytes(op, tiling(), target); };
   auto fits = [&] { return sharedBytes() <= target.sharedBytesLimit; };
-  // As for prefill: pipelining first, then keys per step, then rows.
-  while (!fits() && stages > 1)
-    --stages;
-  const int32_t minTileK = std::max(kMinTile, target.mma.k);
-  while (!fits() && !pinnedTileK && tileK > minTileK)
-    tileK /= 2;
-  while (!fits() && headsPerBlock > kMinTile)
-    headsPerBlock /= 2;
+  // From the defaults for this many rows, give up keys per step first
+  // (NVIDIA keeps its two stages: one exposes the load latency), then
+  // stages, then rows per block (more blocks, each reading every key) with
+  // the defaults of the smaller block.
+  for (;; headsPerBlock /= 2) {
+    const DecodeTiles &tiles = target.decode.tilesFor(headsPerBlock);
+    tileK = pinnedTileK.value_or(tiles.tileK);
+    warps = tiles.warps;
+    stages = tiles.stages;
+    while (!fits() && !pinnedTileK && tileK > tileKStep)
+      tileK -= tileKStep;
+    while (!fits() && stages > 1)
+      --stages;
+    if (fits() || headsPerBlock <= kMinTile)
+      break;
+  }
   if (!fits())
     return op.emitOpError()
            << "no decode tiling fits " << stringifyArch(*arch) << "'s "

@@ -14,14 +14,26 @@ struct MMAShape {
   bool operator==(const MMAShape &) const = default;
 };
 
-/// The absorbed MLA decode tiling select-tiling starts from before
-/// shrinking it to fit shared memory (templates/DECODE_CONTRACT.md).
+/// Keys per step, warps (or waves) and KV buffers of a decode block.
+struct DecodeTiles {
+  int32_t tileK, warps, stages;
+};
+
+/// The absorbed MLA decode tilings select-tiling starts from before
+/// shrinking one to fit shared memory: the kernel owner's defaults per q
+/// rows per block (templates/DECODE_CONTRACT.md, "Kernel owner's answers").
 struct DecodeTarget {
-  int32_t tileK, stages, warps;
-  int32_t maxHeadsPerBlock; // q rows a block owns, at most
+  // Defaults for blocks of 16, 32 and 64 q rows (kHeadsPerBlock).
+  DecodeTiles byRows[3];
+  int32_t maxHeadsPerBlock; // q rows a block owns, at most (16, 32 or 64)
   // Decode q heads are padded to a multiple of this (AMD: 16, its MFMA
   // tile and what its engines expect); 1 pads nothing.
   int32_t headQuantum;
+
+  /// The defaults for blocks of `headsPerBlock` (16, 32 or 64) rows.
+  const DecodeTiles &tilesFor(int32_t headsPerBlock) const {
+    return byRows[headsPerBlock >= 64 ? 2 : headsPerBlock >= 32 ? 1 : 0];
+  }
 };
 
 struct TargetInfo {
@@ -36,6 +48,11 @@ struct TargetInfo {
 };
 
 const TargetInfo &getTargetInfo(Arch arch);
+
+/// sm_90a's warp-specialised prefill kernel (templates/kernels/prefill.hip,
+/// warpgroup_mma) is tiled in wgmma granules of 64 x 64 x 16; the table's
+/// mma row stays the mma.sync fallback's.
+inline constexpr MMAShape kWarpgroupMMA{64, 64, 16};
 
 } // namespace mlagen::mla
 

@@ -60,6 +60,9 @@ def MLA_TilingAttr : MLA_Attr<"Tiling", "tiling"> {
     tile_k keys are processed per inner step, with `stages` K/V buffers in
     shared memory. The MMA shape is the target's matrix instruction
     (m16n8k16 mma.sync on NVIDIA, 16x16x16 MFMA on CDNA, 16x16x32 on gfx950).
+    mma_m = 64 is sm_90a's warpgroup MMA (wgmma, 64 x 64 x 16 granules): a
+    producer warpgroup plus one consumer warpgroup per 64 query rows, so
+    warps = 4 * (tile_q / 64 + 1).
 
     ```mlir
     #mla.tiling<tile_q = 128, tile_k = 64, warps = 8, wave_size = 32,
@@ -77,8 +80,9 @@ def MLA_TilingAttr : MLA_Attr<"Tiling", "tiling"> {
 def MLA_DecodeTilingAttr : MLA_Attr<"DecodeTiling", "decode_tiling"> {
   let summary = "how an absorbed MLA decode variant is split over blocks";
   let description = [{
-    Chosen by mla-select-tiling from the target table. `heads` is the q head
-    count the kernel computes: q_heads, or on AMD q_heads padded to 16. A
+    Chosen by mla-select-tiling from the target table. `heads` is the heads
+    per token of the kernel's row numbering (kNumHeads): q_heads, or on AMD
+    q_heads padded to 16 (padded heads read zero q and write nothing). A
     block owns `heads_per_block` of a request's q rows (q_len x heads, 16 per
     MMA tile) and reads its keys `tile_k` at a time through `stages`
     shared-memory buffers with `warps` warps (NVIDIA) or wavefronts (CDNA)
@@ -86,7 +90,7 @@ def MLA_DecodeTilingAttr : MLA_Attr<"DecodeTiling", "decode_tiling"> {
 
     ```mlir
     #mla.decode_tiling<heads = 16, heads_per_block = 16, tile_k = 64,
-                       warps = 8, wave_size = 32, stages = 2>
+                       warps = 4, wave_size = 32, stages = 2>
     ```
   }];
   let parameters = (ins "int32_t":$heads, "int32_t":$heads_per_block,

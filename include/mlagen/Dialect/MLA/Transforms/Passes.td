@@ -35,9 +35,10 @@ def MLASelectTilingPass : Pass<"mla-select-tiling", "::mlir::ModuleOp"> {
 
     Decode: pads q heads to the target's quantum (AMD: 16; a count that
     neither divides 16 nor is a multiple of it is refused), gives a block
-    up to the target's rows (q_len x heads, 16 times a power of two), and
-    shrinks stages, then tile_k, then rows per block to fit shared memory;
-    a pinned tile_k is kept.
+    16 q rows if a request's q_len x heads fit in 16, 32 if in 32, else 64
+    (capped per target), takes the target's tile_k, warps and stages for
+    that many rows (DECODE_CONTRACT.md), and shrinks tile_k, then stages,
+    then rows per block to fit shared memory; a pinned tile_k is kept.
   }];
   let options = [
     Option<"arch", "arch", "std::string", /*default=*/"\"\"",

@@ -1,0 +1,101 @@
+"""Absorbed MLA decode (576/512, bf16, page 64): mlagen next to the GPU's copy
+bandwidth, cuDNN's GQA decode and a torch bmm + softmax MLA decode, in one process.
+
+Run on the GPU machine from the repo root:
+    PYTHONPATH=python MLAGEN_LIBRARY=carry/libmlagen.so python3 bench/bench_decode.py
+Writes decode_bench.json and decode_bench.md under $OUT (or /tmp). GB/s count the
+KV cache bytes read plus q and out; TFLOP/s count 2*B*H*S*(576+512). Times are
+medians of triton.testing.do_bench over a plan updated once (graph-friendly).
+"""
+import json
+import math
+import os
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from triton.testing import do_bench
+
+import mlagen
+
+QK, V, PAGE = 576, 512, 64
+
+
+def bench(fn):
+    fn()
+    torch.cuda.synchronize()
+    return do_bench(fn, warmup=25, rep=200, return_mode="median")
+
+
+def mlagen_decode(rt, arch, batch, heads, seq):
+    kernel = rt.kernel(f"decode qk={QK} v={V} hq={heads} q_len=1 page={PAGE} mask=causal "
+                       f"lse=1 q=bf16 kv=bf16 out=bf16 arch={arch}")
+    pages = seq // PAGE
+    q = torch.randn(batch, 1, heads, QK, device="cuda", dtype=torch.bfloat16)
+    kv = torch.randn(batch * pages, PAGE, QK, device="cuda", dtype=torch.bfloat16)
+    table = torch.randperm(batch * pages, device="cuda", dtype=torch.int32).view(batch, pages)
+    lens = torch.full((batch,), seq, device="cuda", dtype=torch.int32)
+    out = torch.empty(batch, 1, heads, V, device="cuda", dtype=torch.bfloat16)
+    lse = torch.empty(batch, 1, heads, device="cuda", dtype=torch.float32)
+    plan = mlagen.DecodePlan(kernel, batch, max_seq_len=seq).update([seq] * batch)
+    torch.cuda.synchronize()
+    return lambda: kernel.decode(q, kv, out, table, lens, plan, 1 / math.sqrt(192), lse=lse)
+
+
+def main():
+    rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
+    arch = "sm_90a" if torch.cuda.get_device_capability() >= (9, 0) else "sm_80"
+    res = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
+    x = torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
+    y = torch.empty_like(x)
+    res["copy_GBps"] = round(2 * x.numel() / bench(lambda: y.copy_(x)) / 1e6, 1)
+    del x, y
+    # cuDNN GQA decode (32 q / 8 kv heads, d128, contiguous): the peer bandwidth.
+    q = torch.randn(64, 32, 1, 128, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(64, 8, 4096, 128, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+    with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+        ms = bench(lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
+    res["cudnn_gqa_decode_B64_S4096_GBps"] = round(2 * k.numel() * 2 / ms / 1e6, 1)
+    del q, k, v
+    rows = []
+    for batch, heads in ((64, 16), (128, 16), (128, 128)):
+        seq = 4096
+        bytes_ = batch * seq * QK * 2 + batch * heads * (QK + V) * 2
+        flops = 2.0 * batch * heads * seq * (QK + V)
+        row = {"shape": f"B{batch} H{heads} S{seq} page {PAGE}"}
+        ms = bench(mlagen_decode(rt, arch, batch, heads, seq))
+        row["mlagen_us"] = round(ms * 1e3, 1)
+        row["mlagen_GBps"] = round(bytes_ / ms / 1e6, 1)
+        row["mlagen_TFLOPs"] = round(flops / ms / 1e9, 1)
+        qq = torch.randn(batch, heads, QK, device="cuda", dtype=torch.bfloat16)
+        kvc = torch.randn(batch, seq, QK, device="cuda", dtype=torch.bfloat16)
+
+        def bmm_softmax():
+            s = torch.bmm(qq, kvc.transpose(1, 2)) * (1 / math.sqrt(192))
+            p = torch.softmax(s.float(), -1).to(torch.bfloat16)
+            return torch.bmm(p, kvc[..., :V])
+        ms = bench(bmm_softmax)
+        row["torch_bmm_GBps"] = round(bytes_ / ms / 1e6, 1)
+        row["torch_bmm_TFLOPs"] = round(flops / ms / 1e9, 1)
+        del qq, kvc
+        rows.append(row)
+        print(row, flush=True)
+        torch.cuda.empty_cache()
+    res["rows"] = rows
+    md = [f"GPU: {res['gpu']}; copy {res['copy_GBps']} GB/s (read + write); cuDNN GQA decode "
+          f"(B64 S4096, 32/8 heads, d128) {res['cudnn_gqa_decode_B64_S4096_GBps']} GB/s",
+          "", "| shape | mlagen us | mlagen GB/s | / cuDNN GQA GB/s | mlagen TFLOP/s | torch bmm GB/s | torch bmm TFLOP/s |",
+          "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        md.append(f"| {r['shape']} | {r['mlagen_us']} | {r['mlagen_GBps']} | "
+                  f"{r['mlagen_GBps'] / res['cudnn_gqa_decode_B64_S4096_GBps']:.2f} | "
+                  f"{r['mlagen_TFLOPs']} | {r['torch_bmm_GBps']} | {r['torch_bmm_TFLOPs']} |")
+    out_dir = os.environ.get("OUT", "/tmp")
+    json.dump(res, open(os.path.join(out_dir, "decode_bench.json"), "w"), indent=1)
+    open(os.path.join(out_dir, "decode_bench.md"), "w").write("\n".join(md) + "\n")
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()
