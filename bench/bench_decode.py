@@ -6,6 +6,9 @@ Run on the GPU machine from the repo root:
 Writes decode_bench.json and decode_bench.md under $OUT (or /tmp). GB/s count the
 KV cache bytes read plus q and out; TFLOP/s count 2*B*H*S*(576+512). Times are
 medians of triton.testing.do_bench over a plan updated once (graph-friendly).
+fp8 rows: the same shapes with an fp8 e4m3 cache (1 byte a element, per-tensor
+kv_scale; q and out bf16); GB/s count its bytes, and the table gives the
+tokens/s ratio fp8 / bf16 (the same number of keys in less time).
 """
 import json
 import math
@@ -27,19 +30,22 @@ def bench(fn):
     return do_bench(fn, warmup=25, rep=200, return_mode="median")
 
 
-def mlagen_decode(rt, arch, batch, heads, seq):
+def mlagen_decode(rt, arch, batch, heads, seq, fp8=False):
     kernel = rt.kernel(f"decode qk={QK} v={V} hq={heads} q_len=1 page={PAGE} mask=causal "
-                       f"lse=1 q=bf16 kv=bf16 out=bf16 arch={arch}")
+                       f"lse=1 q=bf16 kv={'fp8e4m3' if fp8 else 'bf16'} out=bf16 arch={arch}")
     pages = seq // PAGE
     q = torch.randn(batch, 1, heads, QK, device="cuda", dtype=torch.bfloat16)
     kv = torch.randn(batch * pages, PAGE, QK, device="cuda", dtype=torch.bfloat16)
+    if fp8:
+        kv = (kv * 16).to(torch.float8_e4m3fn)
     table = torch.randperm(batch * pages, device="cuda", dtype=torch.int32).view(batch, pages)
     lens = torch.full((batch,), seq, device="cuda", dtype=torch.int32)
     out = torch.empty(batch, 1, heads, V, device="cuda", dtype=torch.bfloat16)
     lse = torch.empty(batch, 1, heads, device="cuda", dtype=torch.float32)
     plan = mlagen.DecodePlan(kernel, batch, max_seq_len=seq).update([seq] * batch)
     torch.cuda.synchronize()
-    return lambda: kernel.decode(q, kv, out, table, lens, plan, 1 / math.sqrt(192), lse=lse)
+    return lambda: kernel.decode(q, kv, out, table, lens, plan, 1 / math.sqrt(192), lse=lse,
+                                 kv_scale=1 / 16 if fp8 else 1.0)
 
 
 def main():
@@ -68,6 +74,10 @@ def main():
         row["mlagen_us"] = round(ms * 1e3, 1)
         row["mlagen_GBps"] = round(bytes_ / ms / 1e6, 1)
         row["mlagen_TFLOPs"] = round(flops / ms / 1e9, 1)
+        ms8 = bench(mlagen_decode(rt, arch, batch, heads, seq, fp8=True))
+        row["fp8_us"] = round(ms8 * 1e3, 1)
+        row["fp8_GBps"] = round((batch * seq * QK + batch * heads * (QK + V) * 2) / ms8 / 1e6, 1)
+        row["fp8_speedup"] = round(ms / ms8, 2)
         qq = torch.randn(batch, heads, QK, device="cuda", dtype=torch.bfloat16)
         kvc = torch.randn(batch, seq, QK, device="cuda", dtype=torch.bfloat16)
 
@@ -85,12 +95,13 @@ def main():
     res["rows"] = rows
     md = [f"GPU: {res['gpu']}; copy {res['copy_GBps']} GB/s (read + write); cuDNN GQA decode "
           f"(B64 S4096, 32/8 heads, d128) {res['cudnn_gqa_decode_B64_S4096_GBps']} GB/s",
-          "", "| shape | mlagen us | mlagen GB/s | / cuDNN GQA GB/s | mlagen TFLOP/s | torch bmm GB/s | torch bmm TFLOP/s |",
-          "|---|---|---|---|---|---|---|"]
+          "", "| shape | mlagen us | mlagen GB/s | / cuDNN GQA GB/s | mlagen TFLOP/s | torch bmm GB/s | torch bmm TFLOP/s | fp8 us | fp8 GB/s | fp8 / bf16 tokens/s |",
+          "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         md.append(f"| {r['shape']} | {r['mlagen_us']} | {r['mlagen_GBps']} | "
                   f"{r['mlagen_GBps'] / res['cudnn_gqa_decode_B64_S4096_GBps']:.2f} | "
-                  f"{r['mlagen_TFLOPs']} | {r['torch_bmm_GBps']} | {r['torch_bmm_TFLOPs']} |")
+                  f"{r['mlagen_TFLOPs']} | {r['torch_bmm_GBps']} | {r['torch_bmm_TFLOPs']} | "
+                  f"{r['fp8_us']} | {r['fp8_GBps']} | {r['fp8_speedup']} |")
     out_dir = os.environ.get("OUT", "/tmp")
     json.dump(res, open(os.path.join(out_dir, "decode_bench.json"), "w"), indent=1)
     open(os.path.join(out_dir, "decode_bench.md"), "w").write("\n".join(md) + "\n")

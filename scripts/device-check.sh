@@ -19,10 +19,17 @@ if [[ $what == numerics || $what == all ]]; then
   carry/mlagen-gpu-launch-tests 2>&1 | tail -5 | tee "$out/gpu-tests.txt" || status=1
   carry/mlagen-gpu-prefill-tests 2>&1 | tail -15 | tee -a "$out/gpu-tests.txt" || status=1
   carry/mlagen-gpu-decode-tests 2>&1 | tail -15 | tee -a "$out/gpu-tests.txt" || status=1
+  carry/mlagen-gpu-elementwise-tests 2>&1 | tail -15 | tee -a "$out/gpu-tests.txt" || status=1
   echo "== Python numerics vs fp32 reference and SDPA"
   python3 python/tests/prefill_device_test.py 2>&1 | tee "$out/numerics.txt" || status=1
   echo "== Python decode numerics, CUDA graph replay, batch invariance"
   python3 python/tests/decode_device_test.py 2>&1 | tee "$out/decode-numerics.txt" || status=1
+  echo "== merge_attn_states and chunked-context prefill"
+  python3 python/tests/merge_attn_states_device_test.py 2>&1 | tee "$out/merge-numerics.txt" || status=1
+  echo "== MLA KV-cache write"
+  python3 python/tests/kv_cache_write_device_test.py 2>&1 | tee "$out/kv-cache-write.txt" || status=1
+  echo "== vLLM-shaped MLA backend (python/examples)"
+  python3 python/tests/test_vllm_backend_device.py 2>&1 | tail -12 | tee "$out/vllm-backend.txt" || status=1
   echo "== SASS of the AOT sm_90a cubin"
   carry/mlagen --arch=sm_90a -o /tmp/bundle >/dev/null 2>&1 || status=1
   # The default set holds prefill and decode kernels: pick each by signature.
@@ -36,5 +43,6 @@ if [[ $what == bench || $what == all ]]; then
   echo "== Benchmark"
   python3 bench/bench_prefill.py 2>&1 | tail -12 || status=1
   python3 bench/bench_decode.py 2>&1 | tail -8 || status=1
+  python3 bench/plot_sweep.py 2>&1 | tail -3 || status=1
 fi
 exit $status

@@ -8,5 +8,6 @@ mkdir -p "$root/carry"
 cp "$build/lib/libmlagen.so" "$build/bin/mlagen" \
    "$build/test/mlagen-gpu-launch-tests" "$build/test/mlagen-gpu-prefill-tests" \
    "$build/test/mlagen-gpu-decode-tests" \
+   "$build/test/mlagen-gpu-elementwise-tests" \
    "$root/carry/"
 du -sh "$root/carry"

@@ -100,6 +100,44 @@ MLAGEN_C_EXPORT int mlagen_prefill_run(
     int batch, int max_seqlen_q, const int64_t *strides, float softmax_scale,
     void *stream);
 
+/* One merge_attn_states launch (vLLM semantics): out = the LSE-weighted
+ * merge of two partial attention results; an infinite LSE is an empty part,
+ * both empty give zeros and -inf. Device pointers: prefix_out, suffix_out,
+ * out [num_tokens, num_heads, head_dim] of the kernel's type; prefix_lse,
+ * suffix_lse, out_lse [num_heads, *] fp32 (out_lse may be NULL). num_heads
+ * and head_dim must equal the kernel's. strides: NULL or 9 element strides
+ * prefix_token, prefix_head, suffix_token, suffix_head, out_token, out_head,
+ * prefix_lse_head, suffix_lse_head, out_lse_head; 0 means contiguous
+ * (num_tokens for the LSE head strides). Does not wait for the GPU. */
+MLAGEN_C_EXPORT int mlagen_merge_attn_states_run(
+    const mlagen_kernel *kernel, const void *prefix_out,
+    const float *prefix_lse, const void *suffix_out, const float *suffix_lse,
+    void *out, float *out_lse, int num_tokens, int num_heads, int head_dim,
+    const int64_t *strides, void *stream);
+
+/* Page-index expansion: for request b and token i < cu_seqlens[b + 1] -
+ * cu_seqlens[b], slots[cu_seqlens[b] + i] = block_table[b * stride + p /
+ * page] * page + p % page with p = seq_starts[b] + i (seq_starts may be
+ * NULL: 0). Device int32 pointers; page is the kernel's. max_seqlen bounds
+ * every request's token count (it sizes the grid). Does not wait for the
+ * GPU. */
+MLAGEN_C_EXPORT int mlagen_expand_page_indices_run(
+    const mlagen_kernel *kernel, const int32_t *block_table,
+    int block_table_stride, const int32_t *cu_seqlens,
+    const int32_t *seq_starts, int32_t *slots, int batch, int max_seqlen,
+    void *stream);
+
+/* MLA KV-cache write: for token t with slot = slot_mapping[t] >= 0 (-1
+ * skips), cache row (slot / page, slot % page) = kv_c[t] ++ k_pe[t].
+ * Device pointers: kv_c [num_tokens, v], k_pe [num_tokens, qk - v],
+ * kv_cache [num_blocks, page, qk] of the kernel's kv type, slot_mapping
+ * int32. strides: NULL or 4 element strides kv_c_token, k_pe_token,
+ * cache_block, cache_token; 0 means contiguous. Does not wait for the GPU. */
+MLAGEN_C_EXPORT int mlagen_kv_cache_write_run(
+    const mlagen_kernel *kernel, const void *kv_c, const void *k_pe,
+    void *kv_cache, const int32_t *slot_mapping, int num_tokens,
+    const int64_t *strides, void *stream);
+
 /* --- Absorbed MLA decode (templates/DECODE_CONTRACT.md) ------------------
  * A planner, made once per kernel and device, says how large the fixed
  * device buffers must be; before each step it plans on the host into an
@@ -153,13 +191,15 @@ MLAGEN_C_EXPORT int mlagen_decode_plan(const mlagen_decode_planner *planner,
  * must equal the kernel's. strides: NULL or 8 element strides q_batch,
  * q_token, q_head, out_batch, out_token, out_head, kv_block, kv_token; 0
  * means contiguous. softmax_scale is required (DeepSeek-V3: 1/sqrt(192)).
- * Does not wait for the GPU. */
+ * kv_scale: an fp8 cache's per-tensor scale (dequantised = kv_scale *
+ * stored; finite, > 0); 16-bit caches ignore it (pass 1). Does not wait for
+ * the GPU. */
 MLAGEN_C_EXPORT int mlagen_decode_run(
     const mlagen_decode_planner *planner, const void *q, const void *kv_cache,
     void *out, float *lse, const int32_t *block_table, int block_table_stride,
     const int32_t *seq_lens, const int32_t *device_plan, float *partial_out,
     float *partial_lse, int batch, int q_len, int num_heads,
-    const int64_t *strides, float softmax_scale, void *stream);
+    const int64_t *strides, float softmax_scale, float kv_scale, void *stream);
 
 #ifdef __cplusplus
 }

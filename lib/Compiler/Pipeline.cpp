@@ -115,7 +115,10 @@ OwningOpRef<ModuleOp> mlagen::buildVariantModule(MLIRContext &context,
   std::optional<mla::KVLayout> layout = toMLA(sig.kvLayout);
   std::optional<mla::Arch> arch = toMLA(sig.arch);
   for (auto [field, valid] :
-       {std::pair{"op", sig.op == OpKind::Prefill || sig.op == OpKind::Decode},
+       {std::pair{"op", sig.op == OpKind::Prefill || sig.op == OpKind::Decode ||
+                            sig.op == OpKind::MergeAttnStates ||
+                            sig.op == OpKind::ExpandPageIndices ||
+                            sig.op == OpKind::KVCacheWrite},
         {"mask", mask.has_value()},
         {"q_type", qType.has_value()},
         {"kv_type", kvType.has_value()},
@@ -127,6 +130,65 @@ OwningOpRef<ModuleOp> mlagen::buildVariantModule(MLIRContext &context,
                      << "' holds a value outside its enum";
       return nullptr;
     }
+  }
+  if (sig.op == OpKind::KVCacheWrite) {
+    Signature fixed = Signature::kvCacheWrite();
+    fixed.headDimQK = sig.headDimQK;
+    fixed.headDimV = sig.headDimV;
+    fixed.pageSize = sig.pageSize;
+    fixed.qType = fixed.kvType = fixed.outType = sig.kvType;
+    fixed.arch = sig.arch;
+    if (!(fixed == sig)) {
+      emitError(loc) << "a kv_cache_write signature sets only qk, v, page, "
+                        "kv and arch";
+      return nullptr;
+    }
+    OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+    OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
+    // qk is the cache row: latent (v) + rope.
+    mla::KVCacheWriteOp::create(
+        builder, loc, /*sym_name=*/"kv_cache_write", sig.headDimV,
+        sig.headDimQK - sig.headDimV, sig.pageSize,
+        mla::ArchAttr::get(&context, *arch), /*launch=*/nullptr, *kvType);
+    return module;
+  }
+  if (sig.op == OpKind::ExpandPageIndices) {
+    Signature fixed = Signature::expandPageIndices();
+    fixed.pageSize = sig.pageSize;
+    fixed.arch = sig.arch;
+    if (!(fixed == sig)) {
+      emitError(loc) << "an expand_page_indices signature sets only page "
+                        "and arch";
+      return nullptr;
+    }
+    OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+    OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
+    mla::ExpandPageIndicesOp::create(
+        builder, loc, /*sym_name=*/"expand_page_indices", sig.pageSize,
+        mla::ArchAttr::get(&context, *arch), /*launch=*/nullptr);
+    return module;
+  }
+  if (sig.op == OpKind::MergeAttnStates) {
+    // The op holds v, hq, lse and out only; the rest must be as
+    // Signature::mergeAttnStates() has them.
+    Signature fixed = Signature::mergeAttnStates();
+    fixed.headDimV = sig.headDimV;
+    fixed.numQHeads = sig.numQHeads;
+    fixed.returnLSE = sig.returnLSE;
+    fixed.qType = fixed.kvType = fixed.outType = sig.outType;
+    fixed.arch = sig.arch;
+    if (!(fixed == sig)) {
+      emitError(loc) << "a merge_attn_states signature sets only v, hq, lse, "
+                        "out and arch";
+      return nullptr;
+    }
+    OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+    OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
+    mla::MergeAttnStatesOp::create(
+        builder, loc, /*sym_name=*/"merge_attn_states", sig.headDimV,
+        sig.numQHeads, sig.returnLSE, mla::ArchAttr::get(&context, *arch),
+        /*launch=*/nullptr, *outType);
+    return module;
   }
   if (sig.op == OpKind::Decode) {
     // The op has no field for what decode fixes: one latent kv head, a
@@ -229,6 +291,30 @@ static Signature signatureOf(mla::DecodeOp op) {
   return sig;
 }
 
+static Signature signatureOf(mla::MergeAttnStatesOp op) {
+  Signature sig = Signature::mergeAttnStates();
+  sig.headDimV = op.getHeadDim();
+  sig.numQHeads = op.getHeads();
+  sig.returnLSE = op.getOutLse();
+  sig.qType = sig.kvType = sig.outType = fromMLA(op.getOutType());
+  return sig;
+}
+
+static Signature signatureOf(mla::ExpandPageIndicesOp op) {
+  Signature sig = Signature::expandPageIndices();
+  sig.pageSize = op.getPageSize();
+  return sig;
+}
+
+static Signature signatureOf(mla::KVCacheWriteOp op) {
+  Signature sig = Signature::kvCacheWrite();
+  sig.headDimQK = op.getLatentDim() + op.getRopeDim();
+  sig.headDimV = op.getLatentDim();
+  sig.pageSize = op.getPageSize();
+  sig.qType = sig.kvType = sig.outType = fromMLA(op.getKvType());
+  return sig;
+}
+
 Status mlagen::signaturesFromModule(ModuleOp module,
                                     std::vector<Signature> &signatures,
                                     llvm::ArrayRef<Arch> defaultArchs) {
@@ -243,6 +329,15 @@ Status mlagen::signaturesFromModule(ModuleOp module,
       sig = signatureOf(op);
       arch = op.getArch();
     } else if (auto op = dyn_cast<mla::DecodeOp>(variant)) {
+      sig = signatureOf(op);
+      arch = op.getArch();
+    } else if (auto op = dyn_cast<mla::MergeAttnStatesOp>(variant)) {
+      sig = signatureOf(op);
+      arch = op.getArch();
+    } else if (auto op = dyn_cast<mla::ExpandPageIndicesOp>(variant)) {
+      sig = signatureOf(op);
+      arch = op.getArch();
+    } else if (auto op = dyn_cast<mla::KVCacheWriteOp>(variant)) {
       sig = signatureOf(op);
       arch = op.getArch();
     } else {
@@ -326,6 +421,30 @@ Status mlagen::generateHIP(const Signature &sig, GeneratedKernel &kernel) {
     return Status(StatusCode::GeneratorError, diagnostics);
   kernel.source = std::move(source);
 
+  if (auto op = dyn_cast<mla::KVCacheWriteOp>(module->getBody()->front())) {
+    kernel.entryName = op.getLaunchAttr().getEntry().str();
+    kernel.threadsPerBlock = op.getLaunchAttr().getThreads();
+    kernel.sharedBytes = op.getLaunchAttr().getSharedBytes();
+    kernel.tileQ = op.getLaunchAttr().getThreads(); // vectors per block
+    return Status::ok();
+  }
+  if (auto op =
+          dyn_cast<mla::ExpandPageIndicesOp>(module->getBody()->front())) {
+    kernel.entryName = op.getLaunchAttr().getEntry().str();
+    kernel.threadsPerBlock = op.getLaunchAttr().getThreads();
+    kernel.sharedBytes = op.getLaunchAttr().getSharedBytes();
+    kernel.tileQ = op.getLaunchAttr().getThreads(); // tokens per block
+    return Status::ok();
+  }
+  if (auto op =
+          dyn_cast<mla::MergeAttnStatesOp>(module->getBody()->front())) {
+    kernel.entryName = op.getLaunchAttr().getEntry().str();
+    kernel.threadsPerBlock = op.getLaunchAttr().getThreads();
+    kernel.sharedBytes = op.getLaunchAttr().getSharedBytes();
+    // 16-byte vectors per block: the runtime's grid divisor.
+    kernel.tileQ = op.getLaunchAttr().getThreads();
+    return Status::ok();
+  }
   if (auto op = dyn_cast<mla::DecodeOp>(module->getBody()->front())) {
     mla::LaunchAttr launch = op.getLaunchAttr();
     mla::LaunchAttr reduce = op.getReduceLaunchAttr();

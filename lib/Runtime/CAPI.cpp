@@ -232,6 +232,103 @@ int mlagen_prefill_run(const mlagen_kernel *kernel, const void *q,
   });
 }
 
+int mlagen_merge_attn_states_run(const mlagen_kernel *kernel,
+                                 const void *prefix_out,
+                                 const float *prefix_lse,
+                                 const void *suffix_out,
+                                 const float *suffix_lse, void *out,
+                                 float *out_lse, int num_tokens, int num_heads,
+                                 int head_dim, const int64_t *strides,
+                                 void *stream) {
+  return guarded([&]() -> Status {
+    if (!kernel)
+      return Status(StatusCode::InvalidArgument, "kernel is null");
+    const Kernel &cxxKernel = *reinterpret_cast<const Kernel *>(kernel);
+    Runtime *runtime = owningRuntime(cxxKernel);
+    if (!runtime)
+      return Status(StatusCode::InvalidArgument,
+                    "kernel is not a handle from mlagen_get_kernel");
+    MergeAttnStatesArgs args;
+    args.prefixOut = prefix_out;
+    args.prefixLse = prefix_lse;
+    args.suffixOut = suffix_out;
+    args.suffixLse = suffix_lse;
+    args.out = out;
+    args.outLse = out_lse;
+    args.numTokens = num_tokens;
+    args.numHeads = num_heads;
+    args.headDim = head_dim;
+    if (strides) {
+      int64_t *fields[] = {
+          &args.prefixTokenStride,   &args.prefixHeadStride,
+          &args.suffixTokenStride,   &args.suffixHeadStride,
+          &args.outTokenStride,      &args.outHeadStride,
+          &args.prefixLseHeadStride, &args.suffixLseHeadStride,
+          &args.outLseHeadStride};
+      for (int i = 0; i < 9; ++i)
+        *fields[i] = strides[i];
+    }
+    args.stream = stream;
+    return runtime->runMergeAttnStates(cxxKernel, args);
+  });
+}
+
+int mlagen_expand_page_indices_run(const mlagen_kernel *kernel,
+                                   const int32_t *block_table,
+                                   int block_table_stride,
+                                   const int32_t *cu_seqlens,
+                                   const int32_t *seq_starts, int32_t *slots,
+                                   int batch, int max_seqlen, void *stream) {
+  return guarded([&]() -> Status {
+    if (!kernel)
+      return Status(StatusCode::InvalidArgument, "kernel is null");
+    const Kernel &cxxKernel = *reinterpret_cast<const Kernel *>(kernel);
+    Runtime *runtime = owningRuntime(cxxKernel);
+    if (!runtime)
+      return Status(StatusCode::InvalidArgument,
+                    "kernel is not a handle from mlagen_get_kernel");
+    ExpandPageIndicesArgs args;
+    args.blockTable = block_table;
+    args.blockTableStride = block_table_stride;
+    args.cuSeqlens = cu_seqlens;
+    args.seqStarts = seq_starts;
+    args.slots = slots;
+    args.batch = batch;
+    args.maxSeqlen = max_seqlen;
+    args.stream = stream;
+    return runtime->runExpandPageIndices(cxxKernel, args);
+  });
+}
+
+int mlagen_kv_cache_write_run(const mlagen_kernel *kernel, const void *kv_c,
+                              const void *k_pe, void *kv_cache,
+                              const int32_t *slot_mapping, int num_tokens,
+                              const int64_t *strides, void *stream) {
+  return guarded([&]() -> Status {
+    if (!kernel)
+      return Status(StatusCode::InvalidArgument, "kernel is null");
+    const Kernel &cxxKernel = *reinterpret_cast<const Kernel *>(kernel);
+    Runtime *runtime = owningRuntime(cxxKernel);
+    if (!runtime)
+      return Status(StatusCode::InvalidArgument,
+                    "kernel is not a handle from mlagen_get_kernel");
+    KVCacheWriteArgs args;
+    args.kvC = kv_c;
+    args.kPe = k_pe;
+    args.kvCache = kv_cache;
+    args.slotMapping = slot_mapping;
+    args.numTokens = num_tokens;
+    if (strides) {
+      args.kvCTokenStride = strides[0];
+      args.kPeTokenStride = strides[1];
+      args.cacheBlockStride = strides[2];
+      args.cacheTokenStride = strides[3];
+    }
+    args.stream = stream;
+    return runtime->runKVCacheWrite(cxxKernel, args);
+  });
+}
+
 int mlagen_decode_planner_create(const mlagen_kernel *kernel, int max_batch,
                                  int num_sms, int64_t max_seq_len,
                                  mlagen_decode_planner **out) {
@@ -305,7 +402,7 @@ int mlagen_decode_run(const mlagen_decode_planner *planner, const void *q,
                       const int32_t *seq_lens, const int32_t *device_plan,
                       float *partial_out, float *partial_lse, int batch,
                       int q_len, int num_heads, const int64_t *strides,
-                      float softmax_scale, void *stream) {
+                      float softmax_scale, float kv_scale, void *stream) {
   return guarded([&]() -> Status {
     if (!planner)
       return Status(StatusCode::InvalidArgument, "planner is null");
@@ -333,6 +430,7 @@ int mlagen_decode_run(const mlagen_decode_planner *planner, const void *q,
         *fields[i] = strides[i];
     }
     args.softmaxScale = softmax_scale;
+    args.kvScale = kv_scale;
     args.stream = stream;
     return handle.runtime->runDecode(*handle.kernel, args);
   });

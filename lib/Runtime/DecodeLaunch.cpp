@@ -130,7 +130,17 @@ Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
                              " must be a multiple of 8 elements, so rows stay "
                              "16-byte aligned (got " +
                              std::to_string(resolved[i]) + ")");
+    // fp8 cache rows are read 16 one-byte elements at a time.
+    if (i >= 6 && sig.kvType == DType::FP8E4M3 && resolved[i] % 16 != 0)
+      return invalidArgument(std::string(strides[i].name) +
+                             " must be a multiple of 16 elements for an fp8 "
+                             "cache, so rows stay 16-byte aligned (got " +
+                             std::to_string(resolved[i]) + ")");
   }
+  const bool fp8Cache = sig.kvType == DType::FP8E4M3;
+  if (fp8Cache && (!std::isfinite(args.kvScale) || args.kvScale <= 0.0f))
+    return invalidArgument("kv_scale must be finite and > 0 for an fp8 cache "
+                           "(got " + std::to_string(args.kvScale) + ")");
   if (!std::isfinite(args.softmaxScale) || args.softmaxScale <= 0.0f)
     return invalidArgument(
         "softmax_scale must be finite and > 0: absorbed MLA scales by the "
@@ -159,7 +169,7 @@ Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
                 args.blockTableStride,
                 args.batch,
                 args.softmaxScale,
-                0};
+                fp8Cache ? args.kvScale : 1.0f};
 
   const int64_t rows = int64_t(sig.qLen) * code.paddedHeads;
   const KernelEntry &reduce = code.extraEntries[0];

@@ -30,7 +30,7 @@ struct DecodeParams {
   int block_table_stride;
   int batch;
   float softmax_scale;
-  int reserved;
+  float kv_scale; // fp8 cache: dequantised = kv_scale * stored; else ignored
 };
 
 static_assert(sizeof(void *) == 8 && sizeof(long long) == 8,
@@ -57,7 +57,7 @@ static_assert(offsetof(DecodeParams, kv_token_stride) == 144);
 static_assert(offsetof(DecodeParams, block_table_stride) == 152);
 static_assert(offsetof(DecodeParams, batch) == 156);
 static_assert(offsetof(DecodeParams, softmax_scale) == 160);
-static_assert(offsetof(DecodeParams, reserved) == 164);
+static_assert(offsetof(DecodeParams, kv_scale) == 164);
 static_assert(sizeof(DecodeParams) == 168);
 
 } // namespace mlagen

@@ -9,6 +9,9 @@
 #include "KernelCache.h"
 #include "Log.h"
 #include "DecodeLaunch.h"
+#include "ExpandPageIndicesLaunch.h"
+#include "KVCacheWriteLaunch.h"
+#include "MergeAttnStatesLaunch.h"
 #include "PrefillParams.h"
 #include "RuntimeInternal.h"
 
@@ -199,6 +202,12 @@ public:
 
   Status runPrefill(const Kernel &kernel, const PrefillArgs &args) override;
   Status runDecode(const Kernel &kernel, const DecodeArgs &args) override;
+  Status runMergeAttnStates(const Kernel &kernel,
+                            const MergeAttnStatesArgs &args) override;
+  Status runExpandPageIndices(const Kernel &kernel,
+                              const ExpandPageIndicesArgs &args) override;
+  Status runKVCacheWrite(const Kernel &kernel,
+                         const KVCacheWriteArgs &args) override;
 
 private:
   Status openBundles();
@@ -488,6 +497,54 @@ Status RuntimeImpl::runDecode(const Kernel &kernel, const DecodeArgs &args) {
       !status)
     return status;
   return backend_->launch(function.extra(0), launch.reduce, args.stream,
+                          kernelArgs);
+}
+
+Status RuntimeImpl::runMergeAttnStates(const Kernel &kernel,
+                                       const MergeAttnStatesArgs &args) {
+  auto *loaded = dynamic_cast<const LoadedKernel *>(&kernel);
+  if (!loaded || &loaded->owner() != this)
+    return invalidArgument("kernel was not returned by this Runtime");
+  MergeAttnStatesLaunch launch;
+  bool empty = false;
+  if (Status status = prepareMergeAttnStatesLaunch(
+          loaded->signature(), loaded->codeObject(), args, launch, empty);
+      !status || empty)
+    return status;
+  void *kernelArgs[] = {&launch.params};
+  return backend_->launch(loaded->function(), launch.geometry, args.stream,
+                          kernelArgs);
+}
+
+Status RuntimeImpl::runExpandPageIndices(const Kernel &kernel,
+                                         const ExpandPageIndicesArgs &args) {
+  auto *loaded = dynamic_cast<const LoadedKernel *>(&kernel);
+  if (!loaded || &loaded->owner() != this)
+    return invalidArgument("kernel was not returned by this Runtime");
+  ExpandPageIndicesLaunch launch;
+  bool empty = false;
+  if (Status status = prepareExpandPageIndicesLaunch(
+          loaded->signature(), loaded->codeObject(), args, launch, empty);
+      !status || empty)
+    return status;
+  void *kernelArgs[] = {&launch.params};
+  return backend_->launch(loaded->function(), launch.geometry, args.stream,
+                          kernelArgs);
+}
+
+Status RuntimeImpl::runKVCacheWrite(const Kernel &kernel,
+                                    const KVCacheWriteArgs &args) {
+  auto *loaded = dynamic_cast<const LoadedKernel *>(&kernel);
+  if (!loaded || &loaded->owner() != this)
+    return invalidArgument("kernel was not returned by this Runtime");
+  KVCacheWriteLaunch launch;
+  bool empty = false;
+  if (Status status = prepareKVCacheWriteLaunch(
+          loaded->signature(), loaded->codeObject(), args, launch, empty);
+      !status || empty)
+    return status;
+  void *kernelArgs[] = {&launch.params};
+  return backend_->launch(loaded->function(), launch.geometry, args.stream,
                           kernelArgs);
 }
 

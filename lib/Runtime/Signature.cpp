@@ -24,6 +24,12 @@ const char *opKindName(OpKind op) {
     return "prefill";
   case OpKind::Decode:
     return "decode";
+  case OpKind::MergeAttnStates:
+    return "merge_attn_states";
+  case OpKind::ExpandPageIndices:
+    return "expand_page_indices";
+  case OpKind::KVCacheWrite:
+    return "kv_cache_write";
   }
   return "?";
 }
@@ -177,6 +183,77 @@ Status validateDecode(const Signature &sig) {
   return Status::ok();
 }
 
+// merge_attn_states: everything but v, hq, lse and out is fixed.
+Status validateMergeAttnStates(const Signature &sig) {
+  const Signature fixed = Signature::mergeAttnStates();
+  if (sig.headDimQK != fixed.headDimQK || sig.numKVHeads != fixed.numKVHeads ||
+      sig.mask != fixed.mask || sig.windowLeft != -1 ||
+      sig.windowRight != -1 || sig.softCap != 0.0f ||
+      sig.kvLayout != fixed.kvLayout || sig.tileQ != 0 || sig.qLen != 0 ||
+      sig.pageSize != 0 || sig.batchInvariant || sig.tileK != 0)
+    return invalid("a merge_attn_states signature sets only v, hq, lse, out "
+                   "and arch; the other fields keep "
+                   "Signature::mergeAttnStates()'s values");
+  if (sig.headDimV < 8 || sig.headDimV > 1024 || sig.headDimV % 8 != 0)
+    return invalid("head_dim_v must be a multiple of 8 in [8, 1024] for "
+                   "merge_attn_states (16-byte vectors)" +
+                   got(sig.headDimV));
+  if (sig.numQHeads < 1 || sig.numQHeads > 65535)
+    return invalid("num_q_heads must be in [1, 65535]" + got(sig.numQHeads));
+  if (sig.outType != DType::BF16 && sig.outType != DType::FP16)
+    return invalid(std::string("out_type must be bf16 or fp16 for "
+                               "merge_attn_states (got ") +
+                   dtypeName(sig.outType) + ")");
+  if (sig.qType != sig.outType || sig.kvType != sig.outType)
+    return invalid("q_type and kv_type must equal out_type for "
+                   "merge_attn_states: both inputs have the output's type");
+  return Status::ok();
+}
+
+Status validateExpandPageIndices(const Signature &sig) {
+  Signature fixed = Signature::expandPageIndices();
+  fixed.pageSize = sig.pageSize;
+  fixed.arch = sig.arch;
+  if (!(fixed == sig))
+    return invalid("an expand_page_indices signature sets only page and "
+                   "arch; the other fields keep "
+                   "Signature::expandPageIndices()'s values");
+  if (sig.pageSize < 1 || sig.pageSize > 4096)
+    return invalid("page_size must be in [1, 4096] for expand_page_indices" +
+                   got(sig.pageSize));
+  return Status::ok();
+}
+
+Status validateKVCacheWrite(const Signature &sig) {
+  Signature fixed = Signature::kvCacheWrite();
+  fixed.headDimQK = sig.headDimQK;
+  fixed.headDimV = sig.headDimV;
+  fixed.pageSize = sig.pageSize;
+  fixed.qType = fixed.kvType = fixed.outType = sig.kvType;
+  fixed.arch = sig.arch;
+  if (!(fixed == sig))
+    return invalid("a kv_cache_write signature sets only qk, v, page, kv and "
+                   "arch; the other fields keep Signature::kvCacheWrite()'s "
+                   "values (q and out are kv's type)");
+  if (sig.headDimV < 8 || sig.headDimV > 1024 || sig.headDimV % 8 != 0)
+    return invalid("head_dim_v (the latent width) must be a multiple of 8 in "
+                   "[8, 1024] for kv_cache_write" +
+                   got(sig.headDimV));
+  const int rope = sig.headDimQK - sig.headDimV;
+  if (rope < 8 || rope > 256 || rope % 8 != 0)
+    return invalid("head_dim_qk - head_dim_v (the rope width) must be a "
+                   "multiple of 8 in [8, 256] for kv_cache_write" +
+                   got(rope));
+  if (sig.pageSize < 1 || sig.pageSize > 4096)
+    return invalid("page_size must be in [1, 4096] for kv_cache_write" +
+                   got(sig.pageSize));
+  if (sig.kvType == DType::FP8E4M3)
+    return Status(StatusCode::Unsupported,
+                  "fp8 kv_cache_write is not supported yet (it will take a "
+                  "scale)");
+  return Status::ok();
+}
+
 } // namespace
 
 bool parseArch(const std::string &name, Arch &out) {
@@ -196,8 +273,64 @@ Signature Signature::decode() {
   return sig;
 }
 
+Signature Signature::mergeAttnStates() {
+  Signature sig;
+  sig.op = OpKind::MergeAttnStates;
+  sig.headDimQK = 0;
+  sig.headDimV = 128;
+  sig.numQHeads = 16;
+  sig.numKVHeads = 1;
+  sig.mask = Mask::None;
+  return sig;
+}
+
+Signature Signature::expandPageIndices() {
+  Signature sig;
+  sig.op = OpKind::ExpandPageIndices;
+  sig.headDimQK = 0;
+  sig.headDimV = 0;
+  sig.numQHeads = 1;
+  sig.numKVHeads = 1;
+  sig.mask = Mask::None;
+  sig.returnLSE = false;
+  sig.kvLayout = KVLayout::Paged;
+  sig.pageSize = 64;
+  return sig;
+}
+
+Signature Signature::kvCacheWrite() {
+  Signature sig;
+  sig.op = OpKind::KVCacheWrite;
+  sig.headDimQK = 576;
+  sig.headDimV = 512;
+  sig.numQHeads = 1;
+  sig.numKVHeads = 1;
+  sig.mask = Mask::None;
+  sig.returnLSE = false;
+  sig.kvLayout = KVLayout::Paged;
+  sig.pageSize = 64;
+  return sig;
+}
+
 std::string Signature::canonical() const {
   std::ostringstream os;
+  if (op == OpKind::KVCacheWrite) {
+    os << "kv_cache_write qk=" << headDimQK << " v=" << headDimV
+       << " page=" << pageSize << " kv=" << dtypeName(kvType)
+       << " arch=" << archName(arch);
+    return os.str();
+  }
+  if (op == OpKind::ExpandPageIndices) {
+    os << "expand_page_indices page=" << pageSize
+       << " arch=" << archName(arch);
+    return os.str();
+  }
+  if (op == OpKind::MergeAttnStates) {
+    os << "merge_attn_states v=" << headDimV << " hq=" << numQHeads
+       << " lse=" << (returnLSE ? 1 : 0) << " out=" << dtypeName(outType)
+       << " arch=" << archName(arch);
+    return os.str();
+  }
   if (op == OpKind::Decode) {
     os << "decode qk=" << headDimQK << " v=" << headDimV << " hq=" << numQHeads
        << " q_len=" << qLen << " page=" << pageSize
@@ -220,7 +353,9 @@ std::string Signature::canonical() const {
 }
 
 Status Signature::validate() const {
-  if (op != OpKind::Prefill && op != OpKind::Decode)
+  if (op != OpKind::Prefill && op != OpKind::Decode &&
+      op != OpKind::MergeAttnStates && op != OpKind::ExpandPageIndices &&
+      op != OpKind::KVCacheWrite)
     return invalid("op has an unknown value" + got(static_cast<int>(op)));
   if (kvLayout != KVLayout::Varlen && kvLayout != KVLayout::Paged)
     return invalid("kv_layout has an unknown value" +
@@ -237,6 +372,12 @@ Status Signature::validate() const {
                      got(static_cast<int>(type)));
   if (op == OpKind::Decode)
     return validateDecode(*this);
+  if (op == OpKind::MergeAttnStates)
+    return validateMergeAttnStates(*this);
+  if (op == OpKind::ExpandPageIndices)
+    return validateExpandPageIndices(*this);
+  if (op == OpKind::KVCacheWrite)
+    return validateKVCacheWrite(*this);
 
   if (qLen != 0 || pageSize != 0 || batchInvariant || tileK != 0)
     return invalid("q_len, page_size, batch_invariant and tile_k are decode "
@@ -293,10 +434,19 @@ Status parseSignature(const std::string &text, Signature &out) {
   if (!(in >> opText))
     return invalid("signature text is empty");
   OpKind op;
-  if (!parseEnum(opText, opKindName, 2, op))
-    return invalid("unknown op '" + opText + "' (expected prefill or decode)");
+  if (!parseEnum(opText, opKindName, 5, op))
+    return invalid("unknown op '" + opText +
+                   "' (expected prefill, decode, merge_attn_states, "
+                   "expand_page_indices or kv_cache_write)");
   const bool decode = op == OpKind::Decode;
-  Signature sig = decode ? Signature::decode() : Signature();
+  const bool merge = op == OpKind::MergeAttnStates;
+  const bool expand = op == OpKind::ExpandPageIndices;
+  const bool write = op == OpKind::KVCacheWrite;
+  Signature sig = decode   ? Signature::decode()
+                  : merge  ? Signature::mergeAttnStates()
+                  : expand ? Signature::expandPageIndices()
+                  : write  ? Signature::kvCacheWrite()
+                           : Signature();
 
   // Each field parses its value text into `sig`; false means malformed.
   using FieldParser = std::function<bool(const std::string &)>;
@@ -356,6 +506,11 @@ Status parseSignature(const std::string &text, Signature &out) {
                      const std::string &key) {
     return std::find(list.begin(), list.end(), key) != list.end();
   };
+  const std::vector<std::string> mergeFields = {"v", "hq", "lse", "out",
+                                                "arch"};
+  const std::vector<std::string> expandFields = {"page", "arch"};
+  const std::vector<std::string> writeFields = {"qk", "v", "page", "kv",
+                                                "arch"};
 
   std::map<std::string, bool> seen;
   std::string token;
@@ -368,7 +523,10 @@ Status parseSignature(const std::string &text, Signature &out) {
                               [&](const auto &f) { return f.first == key; });
     if (field == fields.end())
       return invalid("unknown signature field '" + key + "'");
-    if (contains(decode ? prefillOnly : decodeOnly, key))
+    if (merge    ? !contains(mergeFields, key)
+        : expand ? !contains(expandFields, key)
+        : write  ? !contains(writeFields, key)
+                 : contains(decode ? prefillOnly : decodeOnly, key))
       return invalid("signature field '" + key + "' is not a " + opText +
                      " field");
     if (seen[key])
@@ -382,9 +540,19 @@ Status parseSignature(const std::string &text, Signature &out) {
   // (no window, no soft cap, LSE on, bf16, varlen, tile chosen by a pass)
   // or Signature::decode() (causal, LSE on, bf16, not batch-invariant).
   const std::vector<std::string> requiredFields =
-      decode
-          ? std::vector<std::string>{"qk", "v", "hq", "q_len", "page", "arch"}
-          : std::vector<std::string>{"qk", "v", "hq", "hkv", "mask", "arch"};
+      decode  ? std::vector<std::string>{"qk", "v", "hq", "q_len", "page",
+                                        "arch"}
+      : merge  ? std::vector<std::string>{"v", "hq", "arch"}
+      : expand ? std::vector<std::string>{"page", "arch"}
+      : write  ? std::vector<std::string>{"qk", "v", "page", "arch"}
+              : std::vector<std::string>{"qk", "v", "hq", "hkv", "mask",
+                                         "arch"};
+  // Both inputs of a merge have the output's type.
+  if (merge)
+    sig.qType = sig.kvType = sig.outType;
+  // A cache write has one element type, the cache's.
+  if (write)
+    sig.qType = sig.outType = sig.kvType;
   for (const std::string &required : requiredFields)
     if (!seen[required])
       return invalid("signature is missing field '" + required + "'");

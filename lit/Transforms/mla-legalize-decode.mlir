@@ -7,8 +7,20 @@ mla.decode @supported qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len 
 
 // -----
 
-// expected-error @+1 {{'mla.decode' op fp8 KV decode is not supported yet ('kv_type' is f8E4M3)}}
+// An fp8 e4m3 cache with bf16 q and out is supported (dequantised on load).
+// CHECK-LABEL: mla.decode @fp8_cache
+//  CHECK-SAME:   q_type = bf16, kv_type = f8E4M3, out_type = bf16{{$}}
 mla.decode @fp8_cache qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, q_type = bf16, kv_type = f8E4M3, out_type = bf16
+
+// -----
+
+// expected-error @+1 {{'mla.decode' op an fp8 cache ('kv_type' f8E4M3) needs 'q_type' bf16, got f16}}
+mla.decode @fp8_cache_f16 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, q_type = f16, kv_type = f8E4M3, out_type = f16
+
+// -----
+
+// expected-error @+1 {{'mla.decode' op gfx90a has no fp8 conversion instructions: an fp8 cache ('kv_type' f8E4M3) needs sm_80, sm_90a, gfx942 (FNUZ) or gfx950 (OCP)}}
+mla.decode @fp8_gfx90a qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, arch = gfx90a, q_type = bf16, kv_type = f8E4M3, out_type = bf16
 
 // -----
 
@@ -28,8 +40,8 @@ mla.decode @other_dims qk_head_dim = 512, v_head_dim = 512, q_heads = 16, q_len 
 // -----
 
 // Every unsupported variant of a module is reported, prefill and decode.
-// expected-error @+1 {{fp8 KV decode is not supported yet}}
-mla.decode @first qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, q_type = bf16, kv_type = f8E4M3, out_type = bf16
+// expected-error @+1 {{gfx90a has no fp8 conversion instructions}}
+mla.decode @first qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, arch = gfx90a, q_type = bf16, kv_type = f8E4M3, out_type = bf16
 mla.decode @fine qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, q_type = bf16, kv_type = bf16, out_type = bf16
 // expected-error @+1 {{fp8 prefill is not supported yet}}
 mla.prefill @second qk_head_dim = 128, v_head_dim = 128, q_heads = 8, kv_heads = 8, mask = causal, q_type = f8E4M3, kv_type = f8E4M3, out_type = bf16, layout = varlen

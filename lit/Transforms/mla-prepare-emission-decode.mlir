@@ -90,6 +90,6 @@ mla.decode @too_big qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 
 
 // -----
 
-// Unsupported variants are refused whatever ran before.
-// expected-error @+1 {{fp8 KV decode is not supported yet ('kv_type' is f8E4M3)}}
-mla.decode @fp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, arch = sm_90a, tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 8, wave_size = 32, stages = 2>, q_type = bf16, kv_type = f8E4M3, out_type = bf16
+// Unsupported variants are refused whatever ran before: gfx90a has no fp8.
+// expected-error @+1 {{gfx90a has no fp8 conversion instructions}}
+mla.decode @fp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, arch = gfx90a, tiling = <heads = 16, heads_per_block = 16, tile_k = 32, warps = 4, wave_size = 64, stages = 1>, q_type = bf16, kv_type = f8E4M3, out_type = bf16

@@ -1,7 +1,9 @@
 """A thin ctypes binding over mlagen's C API (include/mlagen-c/Runtime.h).
 
-Takes PyTorch tensors (or anything with data_ptr(), stride(), dtype) and
+Takes PyTorch tensors (prefill also DLPack objects: CuPy, JAX, ...) and
 passes their device pointers and element strides through; no copies.
+Runtime(bundle_paths=...) loads AOT bundles; Runtime.compile() and
+mlagen.compile() return code objects with metadata, no GPU needed.
 The library is found at $MLAGEN_LIBRARY, else next to a build tree.
 """
 import ctypes
@@ -16,12 +18,15 @@ NO_DISK_CACHE = 0x1
 BACKEND_CUDA = 0x2
 BACKEND_HIP = 0x4
 COMPILE_ONLY = 0x8
+NO_GENERATOR = 0x10
 
 
 class Error(RuntimeError):
     def __init__(self, code, message):
         super().__init__(f"{_STATUS.get(code, code)}: {message}")
         self.code = code
+        self.name = _STATUS.get(code, "Unknown")
+        self.message = message
 
 
 def _find_library():
@@ -60,7 +65,22 @@ _lib.mlagen_decode_run.argtypes = [
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-    ctypes.POINTER(ctypes.c_int64), ctypes.c_float, ctypes.c_void_p]
+    ctypes.POINTER(ctypes.c_int64), ctypes.c_float, ctypes.c_float, ctypes.c_void_p]
+_lib.mlagen_expand_page_indices_run.argtypes = [
+    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+    ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+_lib.mlagen_kv_cache_write_run.argtypes = [
+    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+    ctypes.c_int, ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p]
+_lib.mlagen_merge_attn_states_run.argtypes = [
+    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+    ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p]
+
+_lib.mlagen_status_name.argtypes = [ctypes.c_int]
+_lib.mlagen_status_name.restype = ctypes.c_char_p
+_lib.mlagen_compile.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p,
+                                ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]
 
 _DECODE_NUM_SIZES = 5  # enum mlagen_decode_size
 
@@ -89,6 +109,47 @@ def _current_stream(stream):
     return torch.cuda.current_stream().cuda_stream
 
 
+_DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16"}
+
+
+def as_tensor(obj, name="tensor"):
+    """A torch tensor viewing `obj` without a copy: a torch tensor as is,
+    anything with __dlpack__ (CuPy, JAX, NumPy, ...) through torch.from_dlpack.
+    TypeError, naming the argument, for anything else."""
+    import torch
+    if isinstance(obj, torch.Tensor):
+        return obj
+    if hasattr(obj, "__dlpack__"):
+        try:
+            return torch.from_dlpack(obj)
+        except Exception as e:  # an unsupported dtype or device in the capsule
+            raise TypeError(f"{name}: DLPack import failed: {e}") from e
+    raise TypeError(f"{name} must be a torch tensor or support DLPack (__dlpack__), "
+                    f"got {type(obj).__name__}")
+
+
+def _check_device_tensor(name, t, dtype=None, dims=None, last=None, align=16):
+    """ValueError naming the argument unless t lives on a GPU, has `dtype`,
+    `dims` dimensions, a contiguous last dimension of `last` elements and a
+    data pointer aligned to `align` bytes."""
+    if t.device.type != "cuda":  # torch names ROCm devices "cuda" too
+        raise ValueError(f"{name} must be on the GPU, got a tensor on {t.device}")
+    if dtype is not None and t.dtype != dtype:
+        raise ValueError(f"{name} must be {dtype}, got {t.dtype}")
+    if dims is not None and t.dim() not in ((dims,) if isinstance(dims, int) else dims):
+        raise ValueError(f"{name} must be {dims}-d, got shape {tuple(t.shape)}")
+    if last is not None and t.shape[-1] != last:
+        raise ValueError(f"{name}'s last dim must be {last}, got shape {tuple(t.shape)}")
+    if t.numel() > 0 and t.dim() > 0 and t.stride(-1) != 1 and t.shape[-1] > 1:
+        raise ValueError(f"{name} must be contiguous in its last dim, got strides "
+                         f"{t.stride()}")
+    if align and t.data_ptr() % align:
+        raise ValueError(f"{name} must be {align}-byte aligned (data_ptr "
+                         f"{t.data_ptr():#x}); slice on a multiple of {align // t.element_size()} "
+                         "elements or copy it")
+    return t
+
+
 class Kernel:
     def __init__(self, runtime, handle, signature):
         self._runtime = runtime  # keeps the runtime (owner of the handle) alive
@@ -97,7 +158,7 @@ class Kernel:
         self.fields = _signature_fields(signature)
 
     def decode(self, q, kv_cache, out, block_table, seq_lens, plan, softmax_scale,
-               lse=None, stream=None):
+               lse=None, stream=None, kv_scale=1.0):
         """One absorbed MLA decode step (templates/DECODE_CONTRACT.md): launches
         mlagen_decode, then mlagen_decode_reduce, reading only device memory, so
         it can be captured in a CUDA graph. plan: a DecodePlan of this kernel,
@@ -107,7 +168,10 @@ class Kernel:
         int32, seq_lens [batch] int32 on the device (keys, new tokens included),
         lse [batch, q_len, heads] fp32 contiguous or None. softmax_scale is
         required (DeepSeek-V3: 1/sqrt(192)). stream: an int handle, None =
-        current."""
+        current. A kernel with kv=fp8e4m3 takes an fp8 e4m3 cache
+        (torch.float8_e4m3fn on NVIDIA and gfx950, float8_e4m3fnuz on gfx942,
+        or its raw uint8 bytes) with q and out bf16; kv_scale is the cache's
+        per-tensor scale (key and value = kv_scale * stored)."""
         import torch
         if self.fields["op"] != "decode":
             raise ValueError(f"decode() needs a decode kernel, not {self.fields['op']}")
@@ -117,13 +181,22 @@ class Kernel:
         qk, v = int(self.fields["qk"]), int(self.fields["v"])
         if kv_cache.dim() == 4 and kv_cache.shape[2] == 1:
             kv_cache = kv_cache.squeeze(2)  # vLLM's [blocks, page, 1, 576]
+        fp8_cache = self.fields.get("kv") == "fp8e4m3"
+        cache_dtypes = (tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e4m3fnuz")
+                              if hasattr(torch, n)) + (torch.uint8,)) if fp8_cache else (dtype,)
         for name, t, dims, width in (("q", q, 4, qk), ("out", out, 4, v),
                                      ("kv_cache", kv_cache, 3, qk)):
             if t.dim() != dims or t.shape[-1] != width or t.stride(-1) != 1:
                 raise ValueError(f"{name} must be {dims}-d with a contiguous last dim of "
                                  f"{width}, got shape {tuple(t.shape)} strides {t.stride()}")
-            if t.dtype != dtype:
-                raise ValueError(f"{name} must be {dtype} (the kernel's), got {t.dtype}")
+            allowed = cache_dtypes if name == "kv_cache" else (dtype,)
+            if name == "kv_cache" and fp8_cache:
+                # gfx942 reads FNUZ e4m3, every other target OCP.
+                wrong = "float8_e4m3fn" if self.fields.get("arch") == "gfx942" else "float8_e4m3fnuz"
+                allowed = tuple(d for d in allowed if str(d) != f"torch.{wrong}")
+            if t.dtype not in allowed:
+                raise ValueError(f"{name} must be {' or '.join(map(str, allowed))} (the "
+                                 f"kernel's), got {t.dtype}")
         if kv_cache.shape[1] != int(self.fields["page"]):
             raise ValueError(f"kv_cache pages hold {kv_cache.shape[1]} keys, the kernel "
                              f"{self.fields['page']}")
@@ -152,18 +225,203 @@ class Kernel:
             lse.data_ptr() if lse is not None else None, block_table.data_ptr(),
             block_table.stride(0), seq_lens.data_ptr(), plan.plan.data_ptr(),
             plan.partial_out.data_ptr(), plan.partial_lse.data_ptr(), batch, q.shape[1],
-            q.shape[2], strides, float(softmax_scale), _current_stream(stream)))
+            q.shape[2], strides, float(softmax_scale), float(kv_scale),
+            _current_stream(stream)))
+
+    def expand_page_indices(self, block_table, cu_seqlens, slots, max_seqlen,
+                            seq_starts=None, stream=None):
+        """Page-index expansion: for request b and token i < cu_seqlens[b+1] -
+        cu_seqlens[b], slots[cu_seqlens[b] + i] = block_table[b, p // page] *
+        page + p % page with p = seq_starts[b] + i (0 without seq_starts; a
+        context chunk's begin). block_table int32 [batch, pages] (unit column
+        stride), cu_seqlens int32 [batch + 1], seq_starts int32 [batch], slots
+        int32 [>= cu_seqlens[-1]], all on the device. max_seqlen must bound
+        every request's token count (it sizes the grid; not checked against
+        the device cu_seqlens). stream: an int handle, None = current."""
+        import torch
+        if self.fields["op"] != "expand_page_indices":
+            raise ValueError(f"expand_page_indices() needs an expand_page_indices kernel, "
+                             f"not {self.fields['op']}")
+        block_table = as_tensor(block_table, "block_table")
+        cu_seqlens = as_tensor(cu_seqlens, "cu_seqlens")
+        slots = as_tensor(slots, "slots")
+        _check_device_tensor("block_table", block_table, torch.int32, 2, align=4)
+        _check_device_tensor("cu_seqlens", cu_seqlens, torch.int32, 1, align=4)
+        _check_device_tensor("slots", slots, torch.int32, 1, align=4)
+        batch = cu_seqlens.numel() - 1
+        if batch < 0 or not cu_seqlens.is_contiguous():
+            raise ValueError("cu_seqlens must be a contiguous int32 [batch + 1] tensor")
+        if block_table.shape[0] < batch:
+            raise ValueError(f"block_table has {block_table.shape[0]} rows for {batch} requests")
+        if seq_starts is not None:
+            seq_starts = as_tensor(seq_starts, "seq_starts")
+            _check_device_tensor("seq_starts", seq_starts, torch.int32, 1, align=4)
+            if seq_starts.numel() < batch or not seq_starts.is_contiguous():
+                raise ValueError(f"seq_starts must be a contiguous int32 [batch={batch}] tensor")
+        if int(max_seqlen) < 0:
+            raise ValueError(f"max_seqlen must be >= 0, got {max_seqlen}")
+        if stream is None:
+            stream = torch.cuda.current_stream(slots.device).cuda_stream
+        _check(_lib.mlagen_expand_page_indices_run(
+            self._handle, block_table.data_ptr(), block_table.stride(0), cu_seqlens.data_ptr(),
+            seq_starts.data_ptr() if seq_starts is not None else None, slots.data_ptr(),
+            batch, int(max_seqlen), stream))
+
+    def kv_cache_write(self, kv_c, k_pe, kv_cache, slot_mapping, stream=None):
+        """MLA KV-cache write (vLLM's concat_and_cache_mla): for token t with
+        slot = slot_mapping[t] >= 0 (-1 skips), cache row (slot // page, slot %
+        page) = kv_c[t] ++ k_pe[t]. kv_c [tokens, v] (or [tokens, 1, v]), k_pe
+        [tokens, qk - v] (or [tokens, 1, qk - v]), kv_cache [num_blocks, page,
+        qk] (or [num_blocks, page, 1, qk]) in the kernel's kv dtype, token
+        strides multiples of 8; slot_mapping int32 [tokens] on the device.
+        stream: an int handle, None = current."""
+        import torch
+        f = self.fields
+        if f["op"] != "kv_cache_write":
+            raise ValueError(f"kv_cache_write() needs a kv_cache_write kernel, not {f['op']}")
+        qk, v, page = int(f["qk"]), int(f["v"]), int(f["page"])
+        dtype = getattr(torch, _DTYPE_NAMES[f["kv"]])
+        kv_c, k_pe, kv_cache = (as_tensor(t, n) for t, n in (
+            (kv_c, "kv_c"), (k_pe, "k_pe"), (kv_cache, "kv_cache")))
+        slot_mapping = as_tensor(slot_mapping, "slot_mapping")
+        if kv_c.dim() == 3 and kv_c.shape[1] == 1:
+            kv_c = kv_c.squeeze(1)
+        if k_pe.dim() == 3 and k_pe.shape[1] == 1:
+            k_pe = k_pe.squeeze(1)
+        if kv_cache.dim() == 4 and kv_cache.shape[2] == 1:
+            kv_cache = kv_cache.squeeze(2)  # vLLM's [blocks, page, 1, 576]
+        _check_device_tensor("kv_c", kv_c, dtype, 2, v)
+        _check_device_tensor("k_pe", k_pe, dtype, 2, qk - v)
+        _check_device_tensor("kv_cache", kv_cache, dtype, 3, qk)
+        _check_device_tensor("slot_mapping", slot_mapping, torch.int32, 1, align=4)
+        tokens = slot_mapping.numel()
+        if kv_c.shape[0] != tokens or k_pe.shape[0] != tokens or not slot_mapping.is_contiguous():
+            raise ValueError(f"kv_c {tuple(kv_c.shape)}, k_pe {tuple(k_pe.shape)} and a "
+                             f"contiguous slot_mapping must agree in tokens ({tokens})")
+        if kv_cache.shape[1] != page:
+            raise ValueError(f"kv_cache pages hold {kv_cache.shape[1]} keys, the kernel {page}")
+        if stream is None:
+            stream = torch.cuda.current_stream(kv_cache.device).cuda_stream
+        strides = (ctypes.c_int64 * 4)(kv_c.stride(0), k_pe.stride(0), kv_cache.stride(0),
+                                       kv_cache.stride(1))
+        _check(_lib.mlagen_kv_cache_write_run(
+            self._handle, kv_c.data_ptr(), k_pe.data_ptr(), kv_cache.data_ptr(),
+            slot_mapping.data_ptr(), tokens, strides, stream))
+
+    def merge_attn_states(self, prefix_out, prefix_lse, suffix_out, suffix_lse, out,
+                          out_lse=None, stream=None):
+        """vLLM's merge_attn_states: out = the LSE-weighted merge of two partial
+        attention results over disjoint key sets. prefix_out, suffix_out, out
+        [tokens, heads, head_dim] (or out [tokens, heads*head_dim]) in the
+        kernel's dtype, any token/head strides that are multiples of 8;
+        prefix_lse, suffix_lse, out_lse [heads, >= tokens] fp32 with a unit
+        token stride (mlagen prefill's LSE layout). An infinite LSE marks an
+        empty part; both empty give zeros and -inf. stream: an int handle,
+        None = current."""
+        import torch
+        f = self.fields
+        if f["op"] != "merge_attn_states":
+            raise ValueError(f"merge_attn_states() needs a merge_attn_states kernel, "
+                             f"not {f['op']}")
+        heads, dim = int(f["hq"]), int(f["v"])
+        dtype = getattr(torch, _DTYPE_NAMES[f["out"]])
+        prefix_out, suffix_out, out = (as_tensor(t, n) for t, n in (
+            (prefix_out, "prefix_out"), (suffix_out, "suffix_out"), (out, "out")))
+        if out.dim() == 2:
+            out = out.view(out.shape[0], heads, dim)
+        tokens = out.shape[0]
+        for name, t in (("prefix_out", prefix_out), ("suffix_out", suffix_out), ("out", out)):
+            _check_device_tensor(name, t, dtype, 3, dim)
+            if tuple(t.shape) != (tokens, heads, dim):
+                raise ValueError(f"{name} must be [tokens={tokens}, heads={heads}, "
+                                 f"head_dim={dim}], got {tuple(t.shape)}")
+        lses = []
+        for name, t in (("prefix_lse", prefix_lse), ("suffix_lse", suffix_lse),
+                        ("out_lse", out_lse)):
+            if t is None:
+                if name != "out_lse":
+                    raise ValueError(f"{name} is required")
+                lses.append(None)
+                continue
+            t = as_tensor(t, name)
+            _check_device_tensor(name, t, torch.float32, 2, align=4)
+            if t.shape[0] != heads or t.shape[1] < tokens or (t.shape[1] > 1 and t.stride(1) != 1):
+                raise ValueError(f"{name} must be fp32 [heads={heads}, >= {tokens}] with a "
+                                 f"unit token stride, got {tuple(t.shape)} {t.stride()}")
+            lses.append(t)
+        if out_lse is not None and f.get("lse") == "0":
+            raise ValueError("out_lse given, but the kernel's signature says lse=0")
+        devices = {t.device for t in (prefix_out, suffix_out, out) + tuple(x for x in lses if x is not None)}
+        if len(devices) > 1:
+            raise ValueError(f"all tensors must be on one device, got {sorted(map(str, devices))}")
+        if stream is None:
+            stream = torch.cuda.current_stream(out.device).cuda_stream
+        lse_stride = lambda t: (t.stride(0) if t.shape[0] > 1 else t.shape[1]) if t is not None else 0
+        strides = (ctypes.c_int64 * 9)(
+            prefix_out.stride(0), prefix_out.stride(1), suffix_out.stride(0),
+            suffix_out.stride(1), out.stride(0), out.stride(1),
+            lse_stride(lses[0]), lse_stride(lses[1]), lse_stride(lses[2]))
+        _check(_lib.mlagen_merge_attn_states_run(
+            self._handle, prefix_out.data_ptr(), lses[0].data_ptr(), suffix_out.data_ptr(),
+            lses[1].data_ptr(), out.data_ptr(),
+            lses[2].data_ptr() if lses[2] is not None else None, tokens, heads, dim,
+            strides, stream))
 
     def prefill(self, q, k, v, out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                 lse=None, softmax_scale=0.0, stream=None):
         """q [total_q, hq, dqk], k [total_k, hkv, dqk], v [total_k, hkv, dv],
-        out [total_q, hq*dv] or [total_q, hq, dv], lse [hq, total_q] fp32,
-        cu_seqlens int32 [batch+1]; stream: an int handle, None = current."""
+        out [total_q, hq*dv] or [total_q, hq, dv], lse [hq, total_q] fp32
+        (any head stride, unit token stride), cu_seqlens int32 [batch+1] on the
+        device; torch tensors or DLPack objects. max_seqlen_q must bound the
+        longest query (it sizes the grid; it is not checked against the device
+        cu_seqlens). stream: an int handle, None = current. ValueError /
+        TypeError name the argument that is wrong before anything launches."""
+        import torch
+        if self.fields["op"] != "prefill":
+            raise ValueError(f"prefill() needs a prefill kernel, not {self.fields['op']}")
+        f = self.fields
+        hq, hkv, dqk, dv = int(f["hq"]), int(f["hkv"]), int(f["qk"]), int(f["v"])
+        tdt = {n: getattr(torch, _DTYPE_NAMES[f[n]]) for n in ("q", "kv", "out")}
+        q, k, v, out = (as_tensor(t, n) for t, n in ((q, "q"), (k, "k"), (v, "v"),
+                                                     (out, "out")))
+        cu_seqlens_q = as_tensor(cu_seqlens_q, "cu_seqlens_q")
+        cu_seqlens_k = as_tensor(cu_seqlens_k, "cu_seqlens_k")
+        _check_device_tensor("q", q, tdt["q"], 3, dqk)
+        _check_device_tensor("k", k, tdt["kv"], 3, dqk)
+        _check_device_tensor("v", v, tdt["kv"], 3, dv)
+        _check_device_tensor("out", out, tdt["out"], (2, 3), hq * dv if out.dim() == 2 else dv)
+        if q.shape[1] != hq:
+            raise ValueError(f"q has {q.shape[1]} heads, the kernel {hq}")
+        if k.shape[1] != hkv or v.shape[1] != hkv:
+            raise ValueError(f"k and v must have {hkv} heads (the kernel's hkv), got "
+                             f"{k.shape[1]} and {v.shape[1]}")
+        if k.shape[0] != v.shape[0]:
+            raise ValueError(f"k and v hold {k.shape[0]} and {v.shape[0]} tokens")
+        if out.shape[0] != q.shape[0] or (out.dim() == 3 and out.shape[1] != hq):
+            raise ValueError(f"out {tuple(out.shape)} does not match q {tuple(q.shape)}")
+        devices = {t.device for t in (q, k, v, out, cu_seqlens_q, cu_seqlens_k)}
+        for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+            _check_device_tensor(name, cu, torch.int32, 1, align=4)
+            if not cu.is_contiguous() or cu.numel() < 2:
+                raise ValueError(f"{name} must be a contiguous int32 [batch + 1] device "
+                                 f"tensor, got shape {tuple(cu.shape)}")
+        if cu_seqlens_q.numel() != cu_seqlens_k.numel():
+            raise ValueError(f"cu_seqlens_q and cu_seqlens_k hold {cu_seqlens_q.numel()} "
+                             f"and {cu_seqlens_k.numel()} entries")
+        if lse is not None:
+            lse = as_tensor(lse, "lse")
+            _check_device_tensor("lse", lse, torch.float32, 2, q.shape[0], align=4)
+            if lse.shape[0] != hq:
+                raise ValueError(f"lse must be [hq={hq}, total_q], got {tuple(lse.shape)}")
+            devices.add(lse.device)
+            if f.get("lse") == "0":
+                raise ValueError("lse given, but the kernel's signature says lse=0")
+        if len(devices) > 1:
+            raise ValueError(f"all tensors must be on one device, got {sorted(map(str, devices))}")
+        if int(max_seqlen_q) < 0:
+            raise ValueError(f"max_seqlen_q must be >= 0, got {max_seqlen_q}")
         if stream is None:
-            import torch
-            stream = torch.cuda.current_stream().cuda_stream
-        if out.dim() == 2 and out.stride(1) != 1:
-            raise ValueError("out [total_q, hq*dv] must be contiguous in its last dim")
+            stream = torch.cuda.current_stream(q.device).cuda_stream
         out_head = out.stride(1) if out.dim() == 3 else 0  # 0: head_dim_v
         strides = (ctypes.c_int64 * 9)(
             q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0), v.stride(1),
@@ -173,6 +431,52 @@ class Kernel:
             lse.data_ptr() if lse is not None else None,
             cu_seqlens_q.data_ptr(), cu_seqlens_k.data_ptr(), cu_seqlens_q.numel() - 1,
             int(max_seqlen_q), strides, float(softmax_scale), stream))
+
+
+class CompiledKernel:
+    """A code object from Runtime.compile(): binary (cubin for sm_*, hsaco for
+    gfx*), the canonical signature, its fields, arch, format and the kernel
+    entry points read from the ELF symbol table."""
+
+    def __init__(self, signature, binary):
+        self.signature = signature
+        self.fields = _signature_fields(signature)
+        self.arch = self.fields["arch"]
+        self.format = "hsaco" if self.arch.startswith("gfx") else "cubin"
+        self.binary = binary
+        self.entries = _elf_functions(binary)
+
+    def metadata(self):
+        return dict(signature=self.signature, arch=self.arch, format=self.format,
+                    size=len(self.binary), entries=self.entries)
+
+    def __repr__(self):
+        return (f"CompiledKernel({self.format}, {len(self.binary)} bytes, "
+                f"entries={self.entries}, {self.signature!r})")
+
+
+def _elf_functions(binary):
+    """Global function symbols of an ELF64 code object; [] if it is not one."""
+    import struct
+    if len(binary) < 64 or binary[:4] != b"\x7fELF" or binary[4] != 2:
+        return []
+    shoff, = struct.unpack_from("<Q", binary, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", binary, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", binary, shoff + i * shentsize)
+                for i in range(shnum)]
+    names = []
+    for sh in sections:
+        if sh[1] != 2:  # SHT_SYMTAB
+            continue
+        strtab = sections[sh[6]]
+        for off in range(sh[4], sh[4] + sh[5], sh[9] or 24):
+            st_name, st_info = struct.unpack_from("<IB", binary, off)
+            if st_info & 0xF == 2 and st_info >> 4 in (1, 2):  # FUNC, GLOBAL/WEAK
+                start = strtab[4] + st_name
+                name = binary[start:binary.index(b"\0", start)].decode()
+                if not name.startswith(("$", "__")):  # compiler helpers
+                    names.append(name)
+    return sorted(names)
 
 
 class DecodePlan:
@@ -232,12 +536,54 @@ class DecodePlan:
             self._handle = None
 
 
+_ENV_LOCK = __import__("threading").Lock()
+
+
 class Runtime:
-    def __init__(self, cache_dir=None, flags=0):
+    """cache_dir: None = $MLAGEN_CACHE_DIR, ... (see the C API). flags:
+    NO_DISK_CACHE | BACKEND_CUDA | BACKEND_HIP | COMPILE_ONLY | NO_GENERATOR.
+    bundle_paths: AOT bundle directories (written by `mlagen`) consulted before
+    the disk cache, ahead of those in $MLAGEN_BUNDLE_PATH. The C API reads
+    bundles only from that variable, so the runtime is created with it set to
+    bundle_paths + its old value and restored afterwards (under a lock against
+    other Runtime()s; another thread reading the environment then sees it)."""
+
+    def __init__(self, cache_dir=None, flags=0, bundle_paths=None):
         handle = ctypes.c_void_p()
-        _check(_lib.mlagen_runtime_create(cache_dir.encode() if cache_dir else None,
-                                          flags, ctypes.byref(handle)))
+        if bundle_paths is not None and isinstance(bundle_paths, (str, os.PathLike)):
+            bundle_paths = [bundle_paths]
+        with _ENV_LOCK:
+            saved = os.environ.get("MLAGEN_BUNDLE_PATH")
+            if bundle_paths:
+                for path in bundle_paths:
+                    if not Path(path, "manifest.json").is_file():
+                        raise FileNotFoundError(f"bundle {path} has no manifest.json")
+                os.environ["MLAGEN_BUNDLE_PATH"] = ":".join(
+                    [str(p) for p in bundle_paths] + ([saved] if saved else []))
+            try:
+                _check(_lib.mlagen_runtime_create(
+                    os.fspath(cache_dir).encode() if cache_dir else None, flags,
+                    ctypes.byref(handle)))
+            finally:
+                if bundle_paths:
+                    if saved is None:
+                        del os.environ["MLAGEN_BUNDLE_PATH"]
+                    else:
+                        os.environ["MLAGEN_BUNDLE_PATH"] = saved
         self._handle = handle
+        self.bundle_paths = list(bundle_paths or [])
+
+    def compile(self, signature: str) -> "CompiledKernel":
+        """The code object for `signature` (any arch a compiler here targets;
+        no device needed with flags=COMPILE_ONLY), through this runtime's
+        caches and bundles."""
+        size = ctypes.c_size_t()
+        _check(_lib.mlagen_compile(self._handle, signature.encode(), None, 0,
+                                   ctypes.byref(size)))
+        buf = ctypes.create_string_buffer(size.value)
+        _check(_lib.mlagen_compile(self._handle, signature.encode(), buf, size.value,
+                                   ctypes.byref(size)))
+        return CompiledKernel(canonicalize(signature), buf.raw[:size.value])
 
     @property
     def backend(self) -> str:
@@ -252,3 +598,13 @@ class Runtime:
         if getattr(self, "_handle", None):
             _lib.mlagen_runtime_destroy(self._handle)
             self._handle = None
+
+
+def compile(signature: str, cache_dir=None, flags=0, bundle_paths=None) -> CompiledKernel:
+    """Compile-only: the code object and metadata for `signature` without a GPU
+    (a fresh COMPILE_ONLY runtime; keep a Runtime to compile many)."""
+    return Runtime(cache_dir, flags | COMPILE_ONLY, bundle_paths).compile(signature)
+
+
+def status_name(code: int) -> str:
+    return _lib.mlagen_status_name(int(code)).decode()

@@ -8,7 +8,10 @@ Covers: heads 1, 8, 16, 128; pages of 1, 16 and 64 keys in a shuffled cache;
 ragged sequence lengths from 0 to 16384 keys; 1 and 4 query tokens; plans
 that split long requests and plans that split none; a CUDA graph captured
 once and replayed with new plans equals eager runs; a batch-invariant kernel
-gives a request the same bits alone and in other batches on other SM counts.
+gives a request the same bits alone and in other batches on other SM counts;
+an fp8 e4m3 cache with a per-tensor kv_scale (heads 16 and 128, pages 1 and
+64, q_len 1 and 4), held to the same rule against the fp32 reference computed
+from the dequantised cache (kv_scale * float(stored)).
 """
 import json
 import math
@@ -31,13 +34,16 @@ SCALE = 1.0 / math.sqrt(192)  # DeepSeek-V3: the unabsorbed head dim
 DEV = "cuda"
 
 
-def signature(arch, heads, q_len, page, dtype="bf16", batch_invariant=False):
+KV_SCALE = 0.0625  # fp8 cases: the cache stores randn / KV_SCALE (|x| up to ~80 of 448)
+
+
+def signature(arch, heads, q_len, page, dtype="bf16", batch_invariant=False, kv=None):
     return (f"decode qk={QK} v={V} hq={heads} q_len={q_len} page={page} mask=causal lse=1 "
-            f"q={dtype} kv={dtype} out={dtype} batch_invariant={int(batch_invariant)} "
+            f"q={dtype} kv={kv or dtype} out={dtype} batch_invariant={int(batch_invariant)} "
             f"arch={arch}")
 
 
-def make_inputs(seq_lens, heads, q_len, page, dtype=torch.bfloat16, seed=0):
+def make_inputs(seq_lens, heads, q_len, page, dtype=torch.bfloat16, seed=0, fp8=False):
     """q [batch, q_len, heads, 576], a cache of shuffled pages and its block table."""
     gen = torch.Generator(device="cpu").manual_seed(seed)
     batch = len(seq_lens)
@@ -51,13 +57,15 @@ def make_inputs(seq_lens, heads, q_len, page, dtype=torch.bfloat16, seed=0):
         table[b, :n] = torch.tensor(order[used:used + n], dtype=torch.int32)
         used += n
     q = torch.randn(batch, q_len, heads, QK, generator=gen).to(dtype)
-    kv = torch.randn(num_blocks, page, QK, generator=gen).to(dtype)
+    kv = torch.randn(num_blocks, page, QK, generator=gen)
+    kv = (kv / KV_SCALE).to(torch.float8_e4m3fn) if fp8 else kv.to(dtype)
     lens = torch.tensor(seq_lens, dtype=torch.int32)
     return q.to(DEV), kv.to(DEV), table.to(DEV), lens.to(DEV)
 
 
-def reference(q, kv, table, seq_lens, page):
-    """fp32 absorbed MLA decode: out [batch, q_len, heads, 512], lse [batch, q_len, heads]."""
+def reference(q, kv, table, seq_lens, page, kv_scale=1.0):
+    """fp32 absorbed MLA decode: out [batch, q_len, heads, 512], lse [batch, q_len, heads].
+    An fp8 cache is dequantised first: kv_scale * float(stored)."""
     batch, q_len, heads, _ = q.shape
     out = torch.zeros(batch, q_len, heads, V, device=DEV)
     lse = torch.full((batch, q_len, heads), float("-inf"), device=DEV)
@@ -65,7 +73,7 @@ def reference(q, kv, table, seq_lens, page):
         if n == 0:
             continue
         keys = torch.arange(n, device=DEV)
-        rows = kv[table[b, keys // page].long(), keys % page].float()      # [n, 576]
+        rows = kv[table[b, keys // page].long(), keys % page].float() * kv_scale  # [n, 576]
         s = torch.einsum("thd,nd->thn", q[b].float(), rows) * SCALE         # [q_len, heads, n]
         t = torch.arange(q_len, device=DEV)[:, None, None]
         s = s.masked_fill(keys[None, None, :] > n - q_len + t, float("-inf"))
@@ -76,11 +84,11 @@ def reference(q, kv, table, seq_lens, page):
     return out, lse
 
 
-def run(kernel, plan, q, kv, table, lens, with_lse=True):
+def run(kernel, plan, q, kv, table, lens, with_lse=True, kv_scale=1.0):
     plan.update(lens.cpu().tolist())
     out = torch.full((*q.shape[:3], V), float("nan"), device=DEV, dtype=q.dtype)
     lse = torch.full(q.shape[:3], float("nan"), device=DEV) if with_lse else None
-    kernel.decode(q, kv, out, table, lens, plan, SCALE, lse=lse)
+    kernel.decode(q, kv, out, table, lens, plan, SCALE, lse=lse, kv_scale=kv_scale)
     return out, lse
 
 
@@ -105,18 +113,19 @@ def compare(out, lse, ref_out, ref_lse):
                 unwritten=unwritten, empty_rows_lse_neg_inf=same_inf, ok=ok)
 
 
-def numerics_case(rt, arch, heads, q_len, page, seq_lens, num_sms, dtype="bf16"):
-    sig = signature(arch, heads, q_len, page, dtype)
+def numerics_case(rt, arch, heads, q_len, page, seq_lens, num_sms, dtype="bf16", fp8=False):
+    sig = signature(arch, heads, q_len, page, dtype, kv="fp8e4m3" if fp8 else None)
     kernel = rt.kernel(sig)
     tdtype = torch.bfloat16 if dtype == "bf16" else torch.float16
     q, kv, table, lens = make_inputs(seq_lens, heads, q_len, page, tdtype,
-                                     seed=heads * 100 + q_len * 10 + page)
+                                     seed=heads * 100 + q_len * 10 + page, fp8=fp8)
+    kv_scale = KV_SCALE if fp8 else 1.0
     plan = mlagen.DecodePlan(kernel, max_batch=len(seq_lens), num_sms=num_sms)
-    out, lse = run(kernel, plan, q, kv, table, lens)
+    out, lse = run(kernel, plan, q, kv, table, lens, kv_scale=kv_scale)
     # Without lse the kernels must skip that write and still produce out.
-    out_no_lse, _ = run(kernel, plan, q, kv, table, lens, with_lse=False)
+    out_no_lse, _ = run(kernel, plan, q, kv, table, lens, with_lse=False, kv_scale=kv_scale)
     torch.cuda.synchronize()
-    r = compare(out, lse, *reference(q, kv, table, lens, page))
+    r = compare(out, lse, *reference(q, kv, table, lens, page, kv_scale))
     r["same_out_without_lse"] = bool(torch.equal(out, out_no_lse))
     r["ok"] = r["ok"] and r["same_out_without_lse"]
     return dict(case="numerics", signature=sig, seq_lens=seq_lens, num_sms=num_sms,
@@ -221,6 +230,11 @@ def main():
     report(numerics_case(rt, arch, 128, 1, 64, [16384, 3], 4096))
     report(numerics_case(rt, arch, 16, 4, 16, [0, 1, 3, 4, 5, 0], num_sms))
     report(numerics_case(rt, arch, 16, 1, 64, ragged, num_sms, dtype="fp16"))
+    # fp8 e4m3 cache, bf16 q and out.
+    for heads in (16, 128):
+        for q_len in (1, 4):
+            for page in (1, 64):
+                report(numerics_case(rt, arch, heads, q_len, page, ragged, num_sms, fp8=True))
     for r in graph_case(rt, arch):
         report(r)
     for r in invariance_case(rt, arch):

@@ -30,7 +30,7 @@ struct mlagen_decode_params {
   int block_table_stride;
   int batch;
   float softmax_scale;
-  int reserved;
+  float kv_scale; // fp8 cache (kCacheDType 1): dequantised key = kv_scale * stored; else ignored
 };
 
 namespace mlagen {
@@ -39,10 +39,30 @@ namespace decode {
 using namespace mlagen_config;
 
 typedef select_type<kInputBF16, bf16, fp16>::type Elem;
-// Storage of one cache element. fp8 caches (kCacheDType 1) will dequantise
-// in the tile copy; until then the cache holds q's type.
-static_assert(kCacheDType == 0, "only 16-bit caches (kCacheDType 0) so far");
+// Storage of one cache element: q's type (kCacheDType 0) or fp8 e4m3
+// (kCacheDType 1: OCP on NVIDIA and gfx950, FNUZ on gfx942) with one
+// per-tensor scale. fp8 tiles are converted exactly on their way into
+// shared memory (every e4m3 value is an fp16 and a bf16), so the MMA path is
+// the 16-bit one; kv_scale multiplies the logits (folded into the softmax
+// scale) and the output (folded into the final normalisation) instead of
+// every element.
+static_assert(kCacheDType == 0 || kCacheDType == 1, "kCacheDType: 0 (q's type) or 1 (fp8 e4m3)");
+constexpr bool kCacheFP8 = kCacheDType == 1;
+static_assert(!kCacheFP8 || kInputBF16, "an fp8 cache is read with bf16 q and out");
+#if MLAGEN_ARCH_GFX90A
+static_assert(!kCacheFP8, "gfx90a has no fp8 conversion instructions");
+#endif
 typedef Elem CacheElem;
+// The matrix-core operand type. NVIDIA multiplies an fp8 cache as fp16
+// (every e4m3 value and, below 65504, every bf16 q is exact in fp16; one
+// cvt.rn.f16x2.e4m3x2 converts two keys); CDNA converts fp8 to bf16.
+#if MLAGEN_TARGET_NVIDIA
+typedef select_type<kCacheFP8, fp16, Elem>::type MmaElem;
+MLAGEN_DEVICE void fp8x4_to_operands(u32 v, u32 &lo, u32 &hi) { fp8e4m3x4_to_f16(v, lo, hi); }
+#else
+typedef Elem MmaElem;
+MLAGEN_DEVICE void fp8x4_to_operands(u32 v, u32 &lo, u32 &hi) { fp8e4m3x4_to_bf16(v, lo, hi); }
+#endif
 
 static_assert(kHeadDimQK == 576 && kHeadDimV == 512, "absorbed MLA: K is 576 wide, V its first 512 columns");
 static_assert(kQLen >= 1 && kQLen <= 8, "1..8 query tokens per request");
@@ -81,7 +101,13 @@ constexpr int kCopyRowsPerPass = kThreads / kCopyThreadsPerRow;
 constexpr int kCopyBlockCols = kCopyThreadsPerRow * kChunkElems;
 constexpr int kCopyColumnBlocks = kHeadDimQK / kCopyBlockCols;
 static_assert(kHeadDimQK % kCopyBlockCols == 0, "rows split into whole column blocks");
-constexpr int kKVPasses = ceil_div(kTileK, kCopyRowsPerPass);
+// KV tile copies: fp8 rows are 576 bytes, 4 threads to a row moving 16
+// bytes (16 elements) each, so column blocks stay 64 elements wide.
+constexpr int kKVThreadsPerRow = kCacheFP8 ? 4 : kCopyThreadsPerRow;
+constexpr int kKVChunkElems = kCacheFP8 ? 16 : kChunkElems;
+constexpr int kKVRowsPerPass = kThreads / kKVThreadsPerRow;
+static_assert(kKVThreadsPerRow * kKVChunkElems == kCopyBlockCols, "KV column blocks are copy column blocks");
+constexpr int kKVPasses = ceil_div(kTileK, kKVRowsPerPass);
 
 // One work item as this block runs it.
 struct Job {
@@ -93,7 +119,8 @@ struct Job {
   int seq_len;
   int slot;       // -1: final output, else the partial slot
   int row0;       // first q row of the block
-  float unit;     // softmax_scale * log2(e): raw q.k -> log2-unit logit
+  float unit;     // softmax_scale * kv_scale * log2(e): raw q.k -> log2-unit logit
+  float v_scale;  // kv_scale (fp8 cache) or 1: multiplies the normalised output
 
   // One past the last key row g (< kRows or padding) may see. Query token t
   // sees keys [0, seq_len - kQLen + t].
@@ -117,7 +144,8 @@ MLAGEN_DEVICE bool load_job(const mlagen_decode_params &p, Job &job) {
   job.row0 = block_index_y() * kHeadsPerBlock;
   job.block_end = max_int(job.key_begin, job.row_end(job.row0 + kHeadsPerBlock - 1));
   job.mask_from = job.row_end(job.row0);
-  job.unit = p.softmax_scale * kLog2e;
+  job.unit = kCacheFP8 ? p.softmax_scale * p.kv_scale * kLog2e : p.softmax_scale * kLog2e;
+  job.v_scale = kCacheFP8 ? p.kv_scale : 1.0f;
   return true;
 }
 
@@ -134,19 +162,78 @@ struct PagedCache {
   MLAGEN_DEVICE const u16 *row(int page, int key) const {
     return base + page * block_stride + (long long)((unsigned)key % kPageSize) * token_stride;
   }
+  // fp8 cache: strides count 1-byte elements.
+  MLAGEN_DEVICE const u8 *row8(int page, int key) const {
+    return reinterpret_cast<const u8 *>(base) + page * block_stride +
+           (long long)((unsigned)key % kPageSize) * token_stride;
+  }
 };
 
-// The copy rows of one thread in a KV tile: row r = tid / 8 + pass * kCopyRowsPerPass.
+// The copy rows of one thread in a KV tile: row r = tid / kKVThreadsPerRow + pass * kKVRowsPerPass.
 struct KVRows {
   int page[kKVPasses]; // -1: past the block's keys (zero-filled, never read)
 
   MLAGEN_DEVICE void lookup(const PagedCache &cache, const Job &job, int k0, int tid) {
 #pragma unroll
     for (int pass = 0; pass < kKVPasses; ++pass) {
-      const int r = tid / kCopyThreadsPerRow + pass * kCopyRowsPerPass;
+      const int r = tid / kKVThreadsPerRow + pass * kKVRowsPerPass;
       const int key = k0 + r;
-      const bool valid = (kTileK % kCopyRowsPerPass == 0 || r < kTileK) && key < job.block_end;
+      const bool valid = (kTileK % kKVRowsPerPass == 0 || r < kTileK) && key < job.block_end;
       page[pass] = valid ? cache.page_of(key) : -1;
+    }
+  }
+};
+
+struct alignas(16) Raw16 {
+  u32 w[4];
+};
+
+// fp8 cache: one thread's share of a KV tile in registers (16 fp8 per
+// chunk), loaded one tile ahead; `store` converts to bf16 (32 bytes per
+// chunk) into the shared tile of row stride kStride elements.
+template <int kStride>
+struct StagedFP8 {
+  Raw16 chunk[kKVPasses][kCopyColumnBlocks];
+
+  MLAGEN_DEVICE void fetch(const PagedCache &cache, const KVRows &rows, int k0, int tid) {
+    const int col = tid % kKVThreadsPerRow * kKVChunkElems;
+    const Raw16 zero = {{0u, 0u, 0u, 0u}};
+#pragma unroll
+    for (int pass = 0; pass < kKVPasses; ++pass) {
+      const int r = tid / kKVThreadsPerRow + pass * kKVRowsPerPass;
+      const int page = rows.page[pass];
+      const u8 *src = cache.row8(page < 0 ? 0 : page, k0 + r) + col;
+#pragma unroll
+      for (int cb = 0; cb < kCopyColumnBlocks; ++cb)
+        chunk[pass][cb] = page >= 0 ? *reinterpret_cast<const Raw16 *>(src + cb * kCopyBlockCols) : zero;
+    }
+  }
+  MLAGEN_DEVICE void store(u16 *tile, int tid) const {
+    const int col = tid % kKVThreadsPerRow * kKVChunkElems;
+#pragma unroll
+    for (int pass = 0; pass < kKVPasses; ++pass) {
+      const int r = tid / kKVThreadsPerRow + pass * kKVRowsPerPass;
+      if (kTileK % kKVRowsPerPass != 0 && r >= kTileK)
+        break;
+#pragma unroll
+      for (int cb = 0; cb < kCopyColumnBlocks; ++cb) {
+        u32 v[8];
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          fp8x4_to_operands(chunk[pass][cb].w[i], v[2 * i], v[2 * i + 1]);
+        u16 *dst = tile + r * kStride + col + cb * kCopyBlockCols;
+        if (kStride % 8 == 0) {
+          const Raw16 a = {{v[0], v[1], v[2], v[3]}}, b = {{v[4], v[5], v[6], v[7]}};
+          reinterpret_cast<Raw16 *>(dst)[0] = a;
+          reinterpret_cast<Raw16 *>(dst)[1] = b;
+        } else { // rows are only 8-byte aligned
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const Pair32 pair = {v[2 * i], v[2 * i + 1]};
+            reinterpret_cast<Pair32 *>(dst)[i] = pair;
+          }
+        }
+      }
     }
   }
 };
@@ -348,29 +435,78 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const u16 *q,
                             });
   };
   auto lookup_kv = [&](int tile) { next.lookup(cache, job, job.key_begin + tile * kTileK, tid); };
+  // fp8 cache: tiles stream global -> registers -> (bf16) shared memory, the
+  // next tile's loads in flight during this tile's math (as on CDNA).
+  StagedFP8<kStrideK> staged;
 
   float o[kRowTiles][kOTiles][4] = {};
   RowState rows[kRowTiles][2]; // rows 16 rt + group and 16 rt + group + 8
 
   if (num_tiles > 0) {
     // Q joins the first committed group.
-    copy_rows_async<kHeadsPerBlock>(q_tile, q, tid, [&](int r, int) -> const u16 * {
-      const int g = job.row0 + r;
-      return is_real_row(g) ? q + (g / kNumHeads) * q_token_stride + (g % kNumHeads) * q_head_stride : nullptr;
-    });
-    for (int s = 0; s + 1 < kStages; ++s) {
+    if (!kCacheFP8)
+      copy_rows_async<kHeadsPerBlock>(q_tile, q, tid, [&](int r, int) -> const u16 * {
+        const int g = job.row0 + r;
+        return is_real_row(g) ? q + (g / kNumHeads) * q_token_stride + (g % kNumHeads) * q_head_stride : nullptr;
+      });
+    if (kCacheFP8) {
+      lookup_kv(0);
+      staged.fetch(cache, next, job.key_begin, tid);
+      if (num_tiles > 1)
+        lookup_kv(1);
+    }
+    for (int s = 0; !kCacheFP8 && s + 1 < kStages; ++s) {
       if (s < num_tiles) {
         lookup_kv(s);
         issue_kv(s);
       }
       nv::cp_async_commit();
     }
-    if (kStages - 1 < num_tiles)
+    if (!kCacheFP8 && kStages - 1 < num_tiles)
       lookup_kv(kStages - 1);
+  }
+  if (num_tiles > 0 && kCacheFP8) {
+    // Q as fp16 (the operand type of an fp8 cache), through registers (after the
+    // first tile's loads are issued); the first tile's barrier makes it visible.
+    const int col = tid % kCopyThreadsPerRow * kChunkElems;
+#pragma unroll
+    for (int pass = 0; pass < ceil_div(kHeadsPerBlock, kCopyRowsPerPass); ++pass) {
+      const int r = tid / kCopyThreadsPerRow + pass * kCopyRowsPerPass;
+      if (kHeadsPerBlock % kCopyRowsPerPass != 0 && r >= kHeadsPerBlock)
+        break;
+      const int g = job.row0 + r;
+      const u16 *src = q + (g / kNumHeads) * q_token_stride + (g % kNumHeads) * q_head_stride + col;
+#pragma unroll
+      for (int cb = 0; cb < kCopyColumnBlocks; ++cb) {
+        Raw16 v = {{0u, 0u, 0u, 0u}};
+        if (is_real_row(g)) {
+          v = *reinterpret_cast<const Raw16 *>(src + cb * kCopyBlockCols);
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            float lo, hi;
+            unpack2<bf16>(v.w[i], lo, hi);
+            v.w[i] = pack2<fp16>(lo, hi);
+          }
+        }
+        *reinterpret_cast<Raw16 *>(q_tile + r * kStrideK + col + cb * kCopyBlockCols) = v;
+      }
+    }
   }
 
   for (int it = 0; it < num_tiles; ++it) {
-    if (kStages == 1) {
+    if (kCacheFP8) {
+      if (kStages == 1 && it > 0)
+        block_barrier(); // everyone is done with the single buffer
+      // With kStages >= 2 the barriers of iteration it - 1 already ordered
+      // this store after the last reads of the buffer.
+      staged.store(kv_tiles + it % kStages * kKVTileElems, tid);
+      block_barrier(); // the tile (and Q) visible to every warp
+      if (it + 1 < num_tiles) {
+        staged.fetch(cache, next, job.key_begin + (it + 1) * kTileK, tid);
+        if (it + 2 < num_tiles)
+          lookup_kv(it + 2);
+      }
+    } else if (kStages == 1) {
       if (it > 0)
         block_barrier(); // everyone is done with the single buffer
       issue_kv(it);
@@ -378,10 +514,12 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const u16 *q,
         lookup_kv(it + 1);
       nv::cp_async_commit();
     }
-    nv::cp_async_wait<kStages == 1 ? 0 : kStages - 2>();
-    // Makes tile `it` visible and frees the buffer read in iteration it - 1.
-    block_barrier();
-    if (kStages > 1) {
+    if (!kCacheFP8) {
+      nv::cp_async_wait<kStages == 1 ? 0 : kStages - 2>();
+      // Makes tile `it` visible and frees the buffer read in iteration it - 1.
+      block_barrier();
+    }
+    if (!kCacheFP8 && kStages > 1) {
       if (it + kStages - 1 < num_tiles) {
         issue_kv(it + kStages - 1);
         if (it + kStages < num_tiles)
@@ -432,8 +570,8 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const u16 *q,
           continue;
 #pragma unroll
         for (int i = 0; i < S::kQKRowTiles; ++i) {
-          nv::mma_16x8x16<Elem>(s[i][j], cur.a[i][0], cur.b[j][0], cur.b[j][1]);
-          nv::mma_16x8x16<Elem>(kQKSplitPairs ? s_odd[kQKSplitPairs ? i : 0][j] : s[i][j], cur.a[i][1],
+          nv::mma_16x8x16<MmaElem>(s[i][j], cur.a[i][0], cur.b[j][0], cur.b[j][1]);
+          nv::mma_16x8x16<MmaElem>(kQKSplitPairs ? s_odd[kQKSplitPairs ? i : 0][j] : s[i][j], cur.a[i][1],
                                 cur.b[j][2], cur.b[j][3]);
         }
       }
@@ -512,10 +650,10 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const u16 *q,
           const float p1 = exp2_approx(s[i][j][2 * h + 1] * job.unit - base[rt][h]);
           rows[rt][h].sum += p0 + p1;
           const int at = (rt * 16 + group + 8 * h) * kStrideP + g * 8 + 2 * quad;
-          const u32 packed = pack2<Elem>(p0, p1);
+          const u32 packed = pack2<MmaElem>(p0, p1);
           *reinterpret_cast<u32 *>(p_tile + at) = packed;
           if (few_keys)
-            *reinterpret_cast<u32 *>(p_residue + at) = rounding_residue<Elem>(p0, p1, packed);
+            *reinterpret_cast<u32 *>(p_residue + at) = rounding_residue<MmaElem>(p0, p1, packed);
         }
       }
     }
@@ -548,8 +686,8 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const u16 *q,
           nv::ldmatrix_x4_trans(b, v_base + 2 * (ps * 16 * kStrideK + ot * 8));
 #pragma unroll
           for (int rt = 0; rt < kRowTiles; ++rt) {
-            nv::mma_16x8x16<Elem>(o[rt][ot], pa[rt], b[0], b[1]);
-            nv::mma_16x8x16<Elem>(o[rt][ot + 1], pa[rt], b[2], b[3]);
+            nv::mma_16x8x16<MmaElem>(o[rt][ot], pa[rt], b[0], b[1]);
+            nv::mma_16x8x16<MmaElem>(o[rt][ot + 1], pa[rt], b[2], b[3]);
           }
         }
       }
@@ -582,7 +720,7 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const u16 *q,
 #pragma unroll
       for (int w = 0; w < kNumWarps; ++w)
         total += red_sum[w * kHeadsPerBlock + r];
-      const float scale = RowState::output_scale(total);
+      const float scale = RowState::output_scale(total) * job.v_scale;
       const RowOutput row = output.row(g);
 #pragma unroll
       for (int ot = 0; ot < kOTiles; ++ot)
@@ -636,11 +774,11 @@ struct StagedKV {
   u32x4 chunk[kKVPasses][kCopyColumnBlocks];
 
   MLAGEN_DEVICE void fetch(const PagedCache &cache, const KVRows &rows, int k0, int tid) {
-    const int col = tid % kCopyThreadsPerRow * kChunkElems;
+    const int col = tid % kKVThreadsPerRow * kKVChunkElems;
     const u32x4 zero = {0u, 0u, 0u, 0u};
 #pragma unroll
     for (int pass = 0; pass < kKVPasses; ++pass) {
-      const int r = tid / kCopyThreadsPerRow + pass * kCopyRowsPerPass;
+      const int r = tid / kKVThreadsPerRow + pass * kKVRowsPerPass;
       const int page = rows.page[pass];
       const u16 *src = cache.row(page < 0 ? 0 : page, k0 + r) + col;
 #pragma unroll
@@ -707,7 +845,7 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const u16 *q,
   RowState rows[kRowTiles]; // this lane's query of each row tile
 
   KVRows next = {};
-  StagedKV staged;
+  typename select_type<kCacheFP8, StagedFP8<kStrideK>, StagedKV>::type staged;
   if (num_tiles > 0) {
     next.lookup(cache, job, job.key_begin, tid);
     staged.fetch(cache, next, job.key_begin, tid);
@@ -865,7 +1003,7 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const u16 *q,
 #pragma unroll
     for (int w = 0; w < kNumWarps; ++w)
       total += red_sum[w * kHeadsPerBlock + r];
-    const float scale = RowState::output_scale(total);
+    const float scale = RowState::output_scale(total) * job.v_scale;
     const RowOutput row = output.row(g);
 #pragma unroll
     for (int ob = 0; ob < kOBlocks; ++ob) {

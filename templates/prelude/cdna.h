@@ -110,6 +110,23 @@ MLAGEN_DEVICE u32 rounding_residue(float lo, float hi, u32 packed) {
   return pack2<T>(lo - lo16, hi - hi16);
 }
 
+// Four fp8 e4m3 bytes -> four bf16, exactly (byte i -> element i): `lo`
+// holds bytes 0 and 1, `hi` bytes 2 and 3. v_cvt_pk_f32_fp8 reads the
+// arch's encoding: FNUZ (bias 8) on gfx942, OCP (bias 7) on gfx950. gfx90a
+// has no fp8 conversion; the compiler refuses fp8 caches there, and this
+// software OCP decode only keeps the text compiling.
+MLAGEN_DEVICE void fp8e4m3x4_to_bf16(u32 v, u32 &lo, u32 &hi) {
+#if defined(__gfx942__) || defined(__gfx950__)
+  const f32x2 a = __builtin_amdgcn_cvt_pk_f32_fp8((int)v, false);
+  const f32x2 b = __builtin_amdgcn_cvt_pk_f32_fp8((int)v, true);
+  lo = pack2_bf16_exact(a.x, a.y);
+  hi = pack2_bf16_exact(b.x, b.y);
+#else
+  lo = pack2_bf16_exact(fp8e4m3_to_float_sw(v & 0xffu), fp8e4m3_to_float_sw((v >> 8) & 0xffu));
+  hi = pack2_bf16_exact(fp8e4m3_to_float_sw((v >> 16) & 0xffu), fp8e4m3_to_float_sw(v >> 24));
+#endif
+}
+
 namespace cdna {
 
 // Contraction depth of the 16x16 MFMA: gfx950 has double-depth bf16/f16

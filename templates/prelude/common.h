@@ -11,6 +11,7 @@
 
 namespace mlagen {
 
+typedef unsigned char u8;
 typedef unsigned short u16;
 typedef unsigned int u32;
 
@@ -50,6 +51,21 @@ MLAGEN_DEVICE u32 bf16_bits_rne(float x) {
   if ((bits & 0x7fffffffu) > 0x7f800000u)
     return (bits >> 16) | 0x40u;
   return (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+}
+
+// fp8 e4m3 (OCP, bias 7) -> float, exact, for targets without a conversion
+// instruction. Subnormals are m * 2^-9; the NaN encoding (0x7f/0xff) is not
+// special-cased (it reads as +-480): a quantised cache holds none.
+MLAGEN_DEVICE float fp8e4m3_to_float_sw(u32 byte) {
+  const u32 e = (byte >> 3) & 15u, m = byte & 7u;
+  const float magnitude = e ? __builtin_bit_cast(float, ((e + 120u) << 23) | (m << 20)) : (float)m * 0.001953125f;
+  return __builtin_bit_cast(float, float_bits(magnitude) | ((byte & 0x80u) << 24));
+}
+
+// Two floats that are exact in bf16 (dequantised fp8) -> two bf16, `lo` in
+// the low half: a truncation, no rounding needed.
+MLAGEN_DEVICE u32 pack2_bf16_exact(float lo, float hi) {
+  return (float_bits(lo) >> 16) | (float_bits(hi) & 0xffff0000u);
 }
 
 } // namespace mlagen

@@ -8,6 +8,44 @@
 
 namespace mlagen::test {
 
+void referenceMergeAttnStates(int tokens, int heads, int dim,
+                              const std::vector<float> &prefixOut,
+                              const std::vector<float> &prefixLse,
+                              const std::vector<float> &suffixOut,
+                              const std::vector<float> &suffixLse,
+                              std::vector<float> &out,
+                              std::vector<float> &lse) {
+  const double negInf = -std::numeric_limits<double>::infinity();
+  out.assign(static_cast<size_t>(tokens) * heads * dim, 0.0f);
+  lse.assign(static_cast<size_t>(heads) * tokens,
+             -std::numeric_limits<float>::infinity());
+  for (int t = 0; t < tokens; ++t) {
+    for (int h = 0; h < heads; ++h) {
+      const size_t l = static_cast<size_t>(h) * tokens + t;
+      double lp = prefixLse[l], ls = suffixLse[l];
+      if (std::isinf(lp))
+        lp = negInf;
+      if (std::isinf(ls))
+        ls = negInf;
+      const double m = std::max(lp, ls);
+      if (m == negInf)
+        continue; // both empty: zeros, -inf
+      const double wp = std::exp(lp - m), ws = std::exp(ls - m);
+      const double total = wp + ws;
+      const size_t row = (static_cast<size_t>(t) * heads + h) * dim;
+      for (int d = 0; d < dim; ++d) {
+        double value = 0.0;
+        if (wp > 0.0)
+          value += wp / total * prefixOut[row + d];
+        if (ws > 0.0)
+          value += ws / total * suffixOut[row + d];
+        out[row + d] = static_cast<float>(value);
+      }
+      lse[l] = static_cast<float>(m + std::log(total));
+    }
+  }
+}
+
 bool keyVisible(const AttentionProblem &p, int i, int j, int sq, int sk) {
   // Bottom-right alignment: the last query lines up with the last key.
   const int diagonal = i + sk - sq;

@@ -42,6 +42,17 @@ void referencePrefill(const AttentionProblem &problem,
                       const std::vector<float> &v, std::vector<float> &out,
                       std::vector<float> &lse);
 
+// vLLM's merge_attn_states: out = the LSE-weighted merge of two partial
+// results over disjoint key sets. outs [tokens, heads, dim], LSEs [heads,
+// tokens], contiguous. An infinite LSE is an empty part (never read); both
+// empty give zeros and -inf. Writes out and lse in the same layouts.
+void referenceMergeAttnStates(int tokens, int heads, int dim,
+                              const std::vector<float> &prefixOut,
+                              const std::vector<float> &prefixLse,
+                              const std::vector<float> &suffixOut,
+                              const std::vector<float> &suffixLse,
+                              std::vector<float> &out, std::vector<float> &lse);
+
 // Absorbed MLA decode over a paged latent cache (DECODE_CONTRACT.md): every
 // q head attends to one latent kv head; K is a cache row's headDimQK
 // columns, V its first headDimV.

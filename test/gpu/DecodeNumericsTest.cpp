@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BFloat16.h"
+#include "Float8.h"
 #include "DeviceBuffer.h"
 #include "ReferenceAttention.h"
 #include "TestSupport.h"
@@ -59,8 +60,10 @@ bool openGpu(Fixture &fixture) {
 // A paged cache holding every request's keys in shuffled pages, and bf16 q.
 struct DecodeInputs {
   DecodeProblem problem;
-  std::vector<float> q, cache; // bf16-rounded
+  std::vector<float> q, cache; // bf16-rounded (fp8: kvScale * the e4m3 value)
   std::vector<uint16_t> qBits, cacheBits;
+  std::vector<uint8_t> cacheFP8; // an fp8 e4m3 cache (OCP) instead of cacheBits
+  float kvScale = 1.0f;
 };
 
 DecodeInputs makeInputs(const Signature &sig, const std::vector<int> &seqLens,
@@ -103,6 +106,17 @@ DecodeInputs makeInputs(const Signature &sig, const std::vector<int> &seqLens,
   };
   fill(size_t(batch) * p.qLen * p.numHeads * p.headDimQK, in.q, in.qBits);
   fill(size_t(numPages) * p.pageSize * p.headDimQK, in.cache, in.cacheBits);
+  if (sig.kvType == DType::FP8E4M3) {
+    // Stored values up to 16 (e4m3 rounding included), read back scaled by
+    // 1/16: the reference sees exactly what the kernel dequantises.
+    in.kvScale = 1.0f / 16.0f;
+    in.cacheFP8.resize(in.cache.size());
+    for (size_t i = 0; i < in.cache.size(); ++i) {
+      in.cacheFP8[i] = floatToE4M3(in.cache[i] * 16.0f);
+      in.cache[i] = e4m3ToFloat(in.cacheFP8[i]) * in.kvScale;
+    }
+    in.cacheBits.clear();
+  }
   return in;
 }
 
@@ -125,7 +139,9 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
                 << " slots, chunks of " << summary.chunkKeys << " keys");
 
   DeviceBackend &backend = *fixture.backend;
-  DeviceBuffer q(backend, in.qBits), cache(backend, in.cacheBits);
+  DeviceBuffer q(backend, in.qBits);
+  DeviceBuffer cache = in.cacheFP8.empty() ? DeviceBuffer(backend, in.cacheBits)
+                                           : DeviceBuffer(backend, in.cacheFP8);
   DeviceBuffer blockTable(backend, p.blockTable), seqLens(backend, p.seqLens);
   DeviceBuffer plan(backend, hostPlan);
   DeviceBuffer partialOut(backend, sizes.partialOutFloats * sizeof(float));
@@ -147,6 +163,7 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
   args.qLen = p.qLen;
   args.numQHeads = p.numHeads;
   args.softmaxScale = p.softmaxScale;
+  args.kvScale = in.kvScale;
   planner.bindPlan(plan.get<int32_t>(), partialOut.get<float>(),
                    partialLse.get<float>(), args);
   REQUIRE(fixture.runtime->runDecode(kernel, args));
@@ -218,6 +235,35 @@ TEST_CASE("generated decode matches the CPU reference", "[gpu]") {
           INFO("num_sms " << numSMs);
           checkAgainstReference(in, decodeOnGpu(fixture, *kernel, in, numSMs));
         }
+      }
+}
+
+TEST_CASE("generated decode reads an fp8 e4m3 cache", "[gpu]") {
+  Fixture fixture;
+  if (!openGpu(fixture)) {
+    SUCCEED("no GPU");
+    return;
+  }
+  if (fixture.arch == Arch::GFX90A || fixture.arch == Arch::GFX942) {
+    SUCCEED("gfx90a has no fp8; gfx942 reads FNUZ (not this OCP cache)");
+    return;
+  }
+  const std::vector<int> seqLens = {1, 0, 37, 64, 65, 700, 2500};
+  for (int heads : {16, 128})
+    for (int qLen : {1, 4})
+      for (int pageSize : {1, 64}) {
+        Signature sig = Signature::decode();
+        sig.numQHeads = heads;
+        sig.qLen = qLen;
+        sig.pageSize = pageSize;
+        sig.kvType = DType::FP8E4M3;
+        sig.arch = fixture.arch;
+        INFO(sig.canonical());
+        const Kernel *kernel = nullptr;
+        REQUIRE(fixture.runtime->getKernel(sig, kernel));
+        DecodeInputs in = makeInputs(sig, seqLens, 7 + heads + qLen);
+        for (int numSMs : {1, 132})
+          checkAgainstReference(in, decodeOnGpu(fixture, *kernel, in, numSMs));
       }
 }
 

@@ -12,6 +12,7 @@
 
 #include "CatchStatus.h"
 
+#include <algorithm>
 #include <climits>
 #include <random>
 
@@ -83,6 +84,13 @@ std::vector<Item> checkPlan(const DecodePlanner &planner, int alignment,
   CHECK(summary.chunkKeys % alignment == 0);
 
   std::vector<Item> items = itemsOf(planner, plan);
+  // Work items run longest first; the checks below walk them by request.
+  for (size_t i = 1; i < items.size(); ++i)
+    CHECK(items[i - 1].end - items[i - 1].begin >=
+          items[i].end - items[i].begin);
+  std::stable_sort(items.begin(), items.end(), [](const Item &a, const Item &b) {
+    return a.request != b.request ? a.request < b.request : a.begin < b.begin;
+  });
   const int32_t *merge = plan.data() + sizes.mergeOffset;
   size_t next = 0;
   int slots = 0;
@@ -186,6 +194,27 @@ TEST_CASE("one long request is spread over the SMs", "[decode-plan]") {
   // 65536 / 132 = 497 -> 512 keys: 128 blocks, one wave on 132 SMs.
   CHECK(summary.chunkKeys == 512);
   CHECK(longer.size() == 128);
+}
+
+TEST_CASE("a wave holds as many NVIDIA blocks as shared memory allows",
+          "[decode-plan]") {
+  // fp8 16-row blocks on sm_90a (98816 bytes) fit twice on an SM: the
+  // planner fills 2 x 132 blocks; a bf16 block (173568) once; CDNA once.
+  CodeObject fp8 = decodeCode(), bf16 = decodeCode();
+  fp8.sharedBytes = 98816;
+  bf16.sharedBytes = 173568;
+  Signature sig = decodeSignature();
+  CHECK(makePlanner(sig, fp8, {64, 132}).sizes().workCapacity == 64 + 264);
+  CHECK(makePlanner(sig, bf16, {64, 132}).sizes().workCapacity == 64 + 132);
+  sig.arch = Arch::GFX942;
+  CHECK(makePlanner(sig, fp8, {64, 132}).sizes().workCapacity == 64 + 132);
+  // 64 requests of 4096 keys: 256 chunks of 1024 keys fill the 264 slots.
+  sig.arch = Arch::SM90A;
+  DecodePlanSummary summary;
+  checkPlan(makePlanner(sig, fp8, {64, 132}), 64,
+            std::vector<int32_t>(64, 4096), &summary);
+  CHECK(summary.numWork <= 264);
+  CHECK(summary.numWork > 132);
 }
 
 TEST_CASE("blocks fill whole waves rather than spill into a new one",

@@ -94,7 +94,8 @@ struct FakeDecodeRuntime {
 
   explicit FakeDecodeRuntime(Arch arch) {
     generator->threadsPerBlock = 256;
-    generator->sharedBytes = 99 * 1024;
+    // A real 16-row sm_90a block's size: one block per SM.
+    generator->sharedBytes = 170 * 1024;
     RuntimeOptions options;
     options.generator = generator;
     options.diskCache = false;
@@ -165,7 +166,7 @@ TEST_CASE("runDecode launches decode then reduce with one parameter block",
     CHECK(decode.geometry.grid[1] == 1);         // 16 rows, 16 a block
     CHECK(decode.geometry.grid[2] == 1);
     CHECK(decode.geometry.threadsPerBlock == 256);
-    CHECK(decode.geometry.sharedBytes == 99 * 1024);
+    CHECK(decode.geometry.sharedBytes == 170 * 1024);
     CHECK(reduce.function == kReduceFunction);
     CHECK(reduce.geometry.grid[0] == 3); // one block row per request
     CHECK(reduce.geometry.grid[1] == 8); // 16 rows, 2 a block
@@ -198,7 +199,7 @@ TEST_CASE("runDecode launches decode then reduce with one parameter block",
     CHECK(p.block_table_stride == 100);
     CHECK(p.batch == 3);
     CHECK(p.softmax_scale == args.softmaxScale);
-    CHECK(p.reserved == 0);
+    CHECK(p.kv_scale == 1.0f);
   }
 
   SECTION("explicit strides and lse pass through") {
@@ -476,7 +477,7 @@ TEST_CASE("the decode C API plans and launches", "[decode-runtime]") {
               nullptr, fakeAddress<const int32_t>(0x40000), 64,
               fakeAddress<const int32_t>(0x50000), devicePlan,
               fakeAddress<float>(0x70000), fakeAddress<float>(0x80000), 3, 1,
-              16, strides, 0.07f, fakeAddress<void>(0x99)) == MLAGEN_OK);
+              16, strides, 0.07f, 1.0f, fakeAddress<void>(0x99)) == MLAGEN_OK);
   REQUIRE(fake.log->launches.size() == 2);
   const DecodeParams &p = fake.log->launches[0].params;
   CHECK(p.num_work == devicePlan);
@@ -488,7 +489,7 @@ TEST_CASE("the decode C API plans and launches", "[decode-runtime]") {
 
   CHECK(mlagen_decode_run(planner, nullptr, nullptr, nullptr, nullptr, nullptr,
                           64, nullptr, devicePlan, nullptr, nullptr, 3, 2, 16,
-                          nullptr, 0.07f, nullptr) == MLAGEN_INVALID_ARGUMENT);
+                          nullptr, 0.07f, 1.0f, nullptr) == MLAGEN_INVALID_ARGUMENT);
   CHECK(std::string(mlagen_last_error()) ==
         "q_len (2) must equal the kernel's (1)");
   mlagen_decode_planner_destroy(planner);
@@ -560,6 +561,6 @@ TEST_CASE("the decode template declares the parameter block runDecode passes",
             "intblock_table_stride",
             "intbatch",
             "floatsoftmax_scale",
-            "intreserved",
+            "floatkv_scale",
         });
 }

@@ -164,3 +164,106 @@ TEST_CASE("the soft cap bounds every logit", "[reference]") {
   for (float value : lse)
     CHECK(value <= 1.0f + std::log(6.0f) + 1e-5f);
 }
+
+TEST_CASE("merge_attn_states takes an empty part as weight zero",
+          "[reference][merge-attn-states]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // 4 tokens, 1 head, dim 2: equal LSEs, prefix empty (its output NaN),
+  // suffix +inf (empty, as vLLM reads it), both empty.
+  std::vector<float> po = {1, 2, nan, nan, 5, 6, 7, 8};
+  std::vector<float> so = {3, 4, 9, 10, nan, nan, 11, 12};
+  std::vector<float> pl = {0.5f, -inf, 1.0f, -inf};
+  std::vector<float> sl = {0.5f, 2.0f, inf, -inf};
+  std::vector<float> out, lse;
+  referenceMergeAttnStates(4, 1, 2, po, pl, so, sl, out, lse);
+  CHECK(out == std::vector<float>{2, 3, 9, 10, 5, 6, 0, 0});
+  CHECK(lse[0] == Approx(0.5 + std::log(2.0)));
+  CHECK(lse[1] == Approx(2.0));
+  CHECK(lse[2] == Approx(1.0));
+  CHECK(lse[3] == -inf);
+}
+
+// Issue 3 item 7 on the CPU: a chunked-context prefill (the new tokens
+// against each context chunk without a mask, against themselves causally,
+// merged by LSE) is one causal attention over context + new tokens. The
+// GPU runs the same composition in python/tests/merge_attn_states_device_test.py.
+TEST_CASE("chunked-context prefill merged by LSE is full causal attention",
+          "[reference][merge-attn-states]") {
+  const int dqk = 24, dv = 16, heads = 2;
+  const std::vector<int> ctx = {0, 9, 20}, news = {3, 1, 5};
+  const int chunk = 8;
+  const int batch = static_cast<int>(ctx.size());
+  std::vector<int> cuNew = {0}, cuFull = {0};
+  for (int b = 0; b < batch; ++b) {
+    cuNew.push_back(cuNew.back() + news[b]);
+    cuFull.push_back(cuFull.back() + ctx[b] + news[b]);
+  }
+  const int totalNew = cuNew.back(), totalFull = cuFull.back();
+  std::vector<float> q = randomValues(size_t(totalNew) * heads * dqk, 11);
+  std::vector<float> k = randomValues(size_t(totalFull) * heads * dqk, 12);
+  std::vector<float> v = randomValues(size_t(totalFull) * heads * dv, 13);
+  // Rows [begin, end) of request b's keys (context first, then new).
+  auto rows = [&](const std::vector<float> &x, int width, int b, int begin,
+                  int end) {
+    return std::vector<float>(
+        x.begin() + (size_t(cuFull[b]) + begin) * heads * width,
+        x.begin() + (size_t(cuFull[b]) + end) * heads * width);
+  };
+  auto base = [&](bool causal) {
+    AttentionProblem p;
+    p.headDimQK = dqk;
+    p.headDimV = dv;
+    p.numQHeads = p.numKVHeads = heads;
+    p.causal = causal;
+    p.softmaxScale = 0.3f;
+    p.cuSeqlensQ = cuNew;
+    p.cuSeqlensK = {0};
+    return p;
+  };
+
+  AttentionProblem full = base(true);
+  full.cuSeqlensK = cuFull;
+  std::vector<float> refOut, refLse;
+  referencePrefill(full, q, k, v, refOut, refLse);
+
+  // The new tokens against themselves.
+  AttentionProblem self = base(true);
+  std::vector<float> kNew, vNew;
+  for (int b = 0; b < batch; ++b) {
+    self.cuSeqlensK.push_back(self.cuSeqlensK.back() + news[b]);
+    auto kb = rows(k, dqk, b, ctx[b], ctx[b] + news[b]);
+    auto vb = rows(v, dv, b, ctx[b], ctx[b] + news[b]);
+    kNew.insert(kNew.end(), kb.begin(), kb.end());
+    vNew.insert(vNew.end(), vb.begin(), vb.end());
+  }
+  std::vector<float> accOut, accLse;
+  referencePrefill(self, q, kNew, vNew, accOut, accLse);
+
+  // Each context chunk, merged in (a request past its context brings an
+  // empty chunk: LSE -inf).
+  for (int c = 0; c * chunk < 20; ++c) {
+    AttentionProblem part = base(false);
+    std::vector<float> kc, vc;
+    for (int b = 0; b < batch; ++b) {
+      const int begin = std::min(c * chunk, ctx[b]);
+      const int end = std::min((c + 1) * chunk, ctx[b]);
+      part.cuSeqlensK.push_back(part.cuSeqlensK.back() + end - begin);
+      auto kb = rows(k, dqk, b, begin, end);
+      auto vb = rows(v, dv, b, begin, end);
+      kc.insert(kc.end(), kb.begin(), kb.end());
+      vc.insert(vc.end(), vb.begin(), vb.end());
+    }
+    std::vector<float> partOut, partLse, mergedOut, mergedLse;
+    referencePrefill(part, q, kc, vc, partOut, partLse);
+    referenceMergeAttnStates(totalNew, heads, dv, partOut, partLse, accOut,
+                             accLse, mergedOut, mergedLse);
+    accOut = mergedOut;
+    accLse = mergedLse;
+  }
+  REQUIRE(accOut.size() == refOut.size());
+  for (size_t i = 0; i < refOut.size(); ++i)
+    CHECK(accOut[i] == Approx(refOut[i]).margin(1e-5));
+  for (size_t i = 0; i < refLse.size(); ++i)
+    CHECK(accLse[i] == Approx(refLse[i]).epsilon(1e-5));
+}

@@ -111,6 +111,7 @@ private:
   bool batchInvariant_ = false;
   int tileK_ = 0;
   int blocksPerChunk_ = 0; // grid.y: decode blocks that share one chunk
+  int waveBlocks_ = 0;     // blocks one wave holds: numSMs x blocks per SM
 };
 
 } // namespace mlagen

@@ -149,11 +149,72 @@ struct DecodeArgs {
   // Required: absorbed MLA scales by the unabsorbed head dim (DeepSeek-V3:
   // 1/sqrt(192)), which the kernel cannot infer from 576.
   float softmaxScale = 0.0f;
+  // fp8 e4m3 cache (signature kv=fp8e4m3): the per-tensor scale, key and
+  // value = kv_scale * stored value; finite and > 0. Ignored by 16-bit caches.
+  float kvScale = 1.0f;
   // Reserved for a checked mode that verifies on the device what the host
   // cannot see without a sync (seq_lens against the pages of block_table,
   // page ids against the cache). Not implemented: true gives Unsupported.
   bool checked = false;
   void *stream = nullptr; // cudaStream_t or hipStream_t; null: default
+};
+
+// One merge_attn_states launch: out = the LSE-weighted merge of two partial
+// attention results over disjoint key sets (vLLM semantics; an infinite LSE
+// is an empty part). Pointers are device memory, strides in elements; 0
+// selects the contiguous stride.
+struct MergeAttnStatesArgs {
+  const void *prefixOut = nullptr; // [num_tokens, num_heads, head_dim]
+  const float *prefixLse = nullptr; // [num_heads, *] fp32, natural log
+  const void *suffixOut = nullptr; // [num_tokens, num_heads, head_dim]
+  const float *suffixLse = nullptr; // [num_heads, *]
+  void *out = nullptr;              // [num_tokens, num_heads, head_dim]
+  float *outLse = nullptr; // [num_heads, *]; null (or lse=0): not written
+  int numTokens = 0;       // 0: nothing to launch
+  // Must equal the kernel's (hq and v): a mismatched tensor is caught here.
+  int numHeads = 0;
+  int headDim = 0;
+  int64_t prefixTokenStride = 0, prefixHeadStride = 0;
+  int64_t suffixTokenStride = 0, suffixHeadStride = 0;
+  int64_t outTokenStride = 0, outHeadStride = 0;
+  // Head strides of the [num_heads, tokens] LSEs; 0 means num_tokens. A
+  // prefill's LSE over more tokens (lse_head_stride = its total_q) merges
+  // as is.
+  int64_t prefixLseHeadStride = 0, suffixLseHeadStride = 0,
+          outLseHeadStride = 0;
+  void *stream = nullptr; // cudaStream_t or hipStream_t; null: default
+};
+
+// One page-index expansion: for request b and token i < cu_seqlens[b + 1] -
+// cu_seqlens[b], slots[cu_seqlens[b] + i] = the cache slot (page * page_size
+// + offset) of position seqStarts[b] + i through row b of the block table.
+// Device pointers, int32.
+struct ExpandPageIndicesArgs {
+  const int *blockTable = nullptr; // [batch, blockTableStride] page ids
+  int blockTableStride = 0;        // > 0
+  const int *cuSeqlens = nullptr;  // [batch + 1], non-decreasing
+  const int *seqStarts = nullptr;  // [batch] first position; null: 0
+  int *slots = nullptr;            // [cu_seqlens[batch]]
+  int batch = 0;                   // 0: nothing to launch
+  // >= every cu_seqlens[b + 1] - cu_seqlens[b]; sizes the grid (it is not
+  // read back from the device). 0: nothing to launch.
+  int maxSeqlen = 0;
+  void *stream = nullptr;
+};
+
+// One MLA KV-cache write: for token t with slot = slotMapping[t] >= 0 (-1
+// skips it), cache row (slot / page, slot % page) = kvC[t] ++ kPe[t].
+// Pointers are device memory, strides in elements; 0 selects the
+// contiguous stride.
+struct KVCacheWriteArgs {
+  const void *kvC = nullptr;         // [num_tokens, v] (latent), kv type
+  const void *kPe = nullptr;         // [num_tokens, qk - v] (rope)
+  void *kvCache = nullptr;           // [num_blocks, page_size, qk]
+  const int *slotMapping = nullptr;  // [num_tokens] int32, -1 skips
+  int numTokens = 0;                 // 0: nothing to launch
+  int64_t kvCTokenStride = 0, kPeTokenStride = 0;
+  int64_t cacheBlockStride = 0, cacheTokenStride = 0;
+  void *stream = nullptr;
 };
 
 class Runtime {
@@ -184,6 +245,18 @@ public:
   // from device memory only, so the two launches can be captured in a
   // graph. lse as for runPrefill.
   virtual Status runDecode(const Kernel &kernel, const DecodeArgs &args) = 0;
+  // Checks `args` and enqueues mlagen_merge_attn_states on args.stream,
+  // grid ceil(num_tokens * num_heads * head_dim / 8 / threads).
+  virtual Status runMergeAttnStates(const Kernel &kernel,
+                                    const MergeAttnStatesArgs &args) = 0;
+  // Checks `args` and enqueues mlagen_expand_page_indices on args.stream,
+  // grid (ceil(maxSeqlen / threads), batch).
+  virtual Status runExpandPageIndices(const Kernel &kernel,
+                                      const ExpandPageIndicesArgs &args) = 0;
+  // Checks `args` and enqueues mlagen_kv_cache_write on args.stream, grid
+  // ceil(num_tokens * qk / 8 / threads).
+  virtual Status runKVCacheWrite(const Kernel &kernel,
+                                 const KVCacheWriteArgs &args) = 0;
 };
 
 } // namespace mlagen

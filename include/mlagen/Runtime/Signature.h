@@ -12,6 +12,14 @@
 // decode fields 0; decode's hkv 1 and layout paged, see Signature::decode()),
 // so that one kernel has exactly one Signature and one cache key.
 //
+// merge_attn_states (two partial attention results merged by LSE) uses
+// v (the head dim), hq (heads), lse (write the merged LSE) and out (the
+// type of both inputs and the output); the rest keep
+// Signature::mergeAttnStates()'s values. expand_page_indices (block table
+// -> per-token cache slots) uses page only. kv_cache_write (new tokens into
+// a paged MLA latent cache) uses qk (the cache row: latent + rope), v (the
+// latent part), page and kv.
+//
 //===----------------------------------------------------------------------===//
 #ifndef MLAGEN_RUNTIME_SIGNATURE_H
 #define MLAGEN_RUNTIME_SIGNATURE_H
@@ -22,7 +30,13 @@
 
 namespace mlagen {
 
-enum class OpKind { Prefill, Decode };
+enum class OpKind {
+  Prefill,
+  Decode,
+  MergeAttnStates,
+  ExpandPageIndices,
+  KVCacheWrite
+};
 enum class DType { BF16, FP16, FP8E4M3 };
 enum class Mask { None, Causal };
 // Varlen: sequences back to back (prefill). Paged: fixed-size pages reached
@@ -75,13 +89,28 @@ struct Signature {
   // 16 heads, q_len 1, page 64, bf16, LSE on.
   static Signature decode();
 
+  // vLLM's merge_attn_states at MLA prefill's v head dim: 128, 16 heads,
+  // bf16, merged LSE written. qk is 0, hkv 1, mask none, q and kv out's type.
+  static Signature mergeAttnStates();
+
+  // Page-index expansion for 64-key pages: qk and v 0, hq and hkv 1, mask
+  // none, lse off, layout paged; page any size in [1, 4096].
+  static Signature expandPageIndices();
+
+  // The MLA KV-cache write at DeepSeek-V3's shape: rows of 576 = 512 latent
+  // + 64 rope, 64-key pages, bf16; hq and hkv 1, mask none, lse off, layout
+  // paged, q and out kv's type.
+  static Signature kvCacheWrite();
+
   // One line, every field of the op, fixed order: the basis of the cache key
   // and the form `mlagen` prints. Stable across releases of the same cache
   // format. Prefill: "prefill qk=192 v=128 hq=16 hkv=16 mask=causal
   // window=-1,-1 softcap=0 lse=1 q=bf16 kv=bf16 out=bf16 layout=varlen
   // tile_q=0 arch=sm_90a"; decode: "decode qk=576 v=512 hq=16 q_len=1
   // page=64 mask=causal lse=1 q=bf16 kv=bf16 out=bf16 batch_invariant=0
-  // tile_k=0 arch=sm_90a".
+  // tile_k=0 arch=sm_90a"; merge: "merge_attn_states v=128 hq=16 lse=1
+  // out=bf16 arch=sm_90a"; "expand_page_indices page=64 arch=sm_90a";
+  // "kv_cache_write qk=576 v=512 page=64 kv=bf16 arch=sm_90a".
   std::string canonical() const;
 
   // Checks every rule a host app can break; the message names the field.
@@ -92,7 +121,8 @@ struct Signature {
 
 // Parses the canonical() form back ("prefill qk=192 v=128 ..."). Prefill:
 // qk, v, hq, hkv, mask and arch are required; decode: qk, v, hq, q_len,
-// page and arch. The others default as above (decode: as
+// page and arch; merge_attn_states: v, hq and arch; expand_page_indices:
+// page and arch; kv_cache_write: qk, v, page and arch. The others default as above (decode: as
 // Signature::decode()). Unknown or malformed fields, and fields of the other
 // op, give InvalidSignature naming them.
 Status parseSignature(const std::string &text, Signature &out);

@@ -18,6 +18,12 @@ namespace {
 
 constexpr llvm::StringLiteral kPrefillTemplate = "kernels/prefill.hip";
 constexpr llvm::StringLiteral kDecodeTemplate = "kernels/mla_decode.hip";
+constexpr llvm::StringLiteral kExpandPageIndicesTemplate =
+    "kernels/expand_page_indices.hip";
+constexpr llvm::StringLiteral kKVCacheWriteTemplate =
+    "kernels/kv_cache_write.hip";
+constexpr llvm::StringLiteral kMergeAttnStatesTemplate =
+    "kernels/merge_attn_states.hip";
 constexpr llvm::StringLiteral kCommonPrelude = "prelude/common.h";
 
 StringRef targetPrelude(Arch arch) {
@@ -97,11 +103,13 @@ LogicalResult printConfig(DecodeOp op, raw_ostream &os) {
   Arch arch = *op.getArch();
   DecodeTilingAttr tiling = op.getTilingAttr();
   LaunchAttr launch = op.getLaunchAttr();
-  // q, the cache and out share one 16-bit type (mla-legalize).
-  if (op.getKvType() == DType::F8E4M3)
-    return op.emitOpError() << "cannot be emitted: the decode template has "
-                               "no fp8 cache";
+  // q and out share one 16-bit type; the cache holds it too, or fp8 e4m3
+  // with bf16 q (mla-legalize).
   bool inputBF16 = op.getQType() == DType::BF16;
+  int cacheDType = op.getKvType() == DType::F8E4M3 ? 1 : 0;
+  if (cacheDType == 1 && (!inputBF16 || arch == Arch::GFX90A))
+    return op.emitOpError() << "cannot be emitted: an fp8 cache needs bf16 q "
+                               "and an arch with fp8 conversions";
 
   printConfigHeader(op.getSymName(), arch, os);
   os << "constexpr int kHeadDimQK = " << op.getQkHeadDim() << ";\n"
@@ -112,7 +120,7 @@ LogicalResult printConfig(DecodeOp op, raw_ostream &os) {
      << "constexpr int kPageSize = " << op.getPageSize() << ";\n"
      << "constexpr bool kReturnLSE = " << boolean(op.getLse()) << ";\n"
      << "constexpr bool kInputBF16 = " << boolean(inputBF16) << ";\n"
-     << "constexpr int kCacheDType = 0;\n"
+     << "constexpr int kCacheDType = " << cacheDType << ";\n"
      << "constexpr bool kBatchInvariant = " << boolean(op.getBatchInvariant())
      << ";\n"
      << "constexpr int kTileK = " << tiling.getTileK() << ";\n"
@@ -122,6 +130,42 @@ LogicalResult printConfig(DecodeOp op, raw_ostream &os) {
      << "constexpr int kStages = " << tiling.getStages() << ";\n"
      << "constexpr int kSharedBytes = " << launch.getSharedBytes() << ";\n"
      << "constexpr int kHeadsPerBlock = " << tiling.getHeadsPerBlock() << ";\n"
+     << "} // namespace mlagen_config\n";
+  return success();
+}
+
+/// The config block of templates/kernels/merge_attn_states.hip.
+LogicalResult printConfig(MergeAttnStatesOp op, raw_ostream &os) {
+  printConfigHeader(op.getSymName(), *op.getArch(), os);
+  os << "constexpr int kHeadDim = " << op.getHeadDim() << ";\n"
+     << "constexpr int kNumHeads = " << op.getHeads() << ";\n"
+     << "constexpr bool kReturnLSE = " << boolean(op.getOutLse()) << ";\n"
+     << "constexpr bool kOutputBF16 = "
+     << boolean(op.getOutType() == DType::BF16) << ";\n"
+     << "constexpr int kThreads = " << op.getLaunchAttr().getThreads()
+     << ";\n"
+     << "} // namespace mlagen_config\n";
+  return success();
+}
+
+/// The config block of templates/kernels/expand_page_indices.hip.
+LogicalResult printConfig(ExpandPageIndicesOp op, raw_ostream &os) {
+  printConfigHeader(op.getSymName(), *op.getArch(), os);
+  os << "constexpr int kPageSize = " << op.getPageSize() << ";\n"
+     << "constexpr int kThreads = " << op.getLaunchAttr().getThreads()
+     << ";\n"
+     << "} // namespace mlagen_config\n";
+  return success();
+}
+
+/// The config block of templates/kernels/kv_cache_write.hip.
+LogicalResult printConfig(KVCacheWriteOp op, raw_ostream &os) {
+  printConfigHeader(op.getSymName(), *op.getArch(), os);
+  os << "constexpr int kLatentDim = " << op.getLatentDim() << ";\n"
+     << "constexpr int kRopeDim = " << op.getRopeDim() << ";\n"
+     << "constexpr int kPageSize = " << op.getPageSize() << ";\n"
+     << "constexpr int kThreads = " << op.getLaunchAttr().getThreads()
+     << ";\n"
      << "} // namespace mlagen_config\n";
   return success();
 }
@@ -217,17 +261,37 @@ LogicalResult mlagen::emitHIP(DecodeOp op, raw_ostream &os) {
   return emitFromTemplate(op, kDecodeTemplate, os);
 }
 
+LogicalResult mlagen::emitHIP(MergeAttnStatesOp op, raw_ostream &os) {
+  return emitFromTemplate(op, kMergeAttnStatesTemplate, os);
+}
+
+LogicalResult mlagen::emitHIP(ExpandPageIndicesOp op, raw_ostream &os) {
+  return emitFromTemplate(op, kExpandPageIndicesTemplate, os);
+}
+
+LogicalResult mlagen::emitHIP(KVCacheWriteOp op, raw_ostream &os) {
+  return emitFromTemplate(op, kKVCacheWriteTemplate, os);
+}
+
 LogicalResult mlagen::emitHIP(ModuleOp module, raw_ostream &os) {
   SmallVector<Operation *> variants;
   for (Operation &op : module.getOps())
-    if (isa<PrefillOp, DecodeOp>(op))
+    if (isa<PrefillOp, DecodeOp, MergeAttnStatesOp, ExpandPageIndicesOp,
+            KVCacheWriteOp>(op))
       variants.push_back(&op);
   if (variants.size() != 1)
     return module.emitError()
-           << "expected one variant (mla.prefill or mla.decode) to emit, "
-              "found "
+           << "expected one variant (mla.prefill, mla.decode, "
+              "mla.merge_attn_states, mla.expand_page_indices or "
+              "mla.kv_cache_write) to emit, found "
            << variants.size();
   if (auto decode = dyn_cast<DecodeOp>(variants.front()))
     return emitHIP(decode, os);
+  if (auto merge = dyn_cast<MergeAttnStatesOp>(variants.front()))
+    return emitHIP(merge, os);
+  if (auto expand = dyn_cast<ExpandPageIndicesOp>(variants.front()))
+    return emitHIP(expand, os);
+  if (auto write = dyn_cast<KVCacheWriteOp>(variants.front()))
+    return emitHIP(write, os);
   return emitHIP(cast<PrefillOp>(variants.front()), os);
 }

@@ -17,7 +17,7 @@ mla.decode @deepseek_v3_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q
 mla.decode @tp1_mtp qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 4, page_size = 1, batch_invariant, tile_k = 32, q_type = f16, kv_type = f16, out_type = f16
 
 // The extremes the verifier takes: one head, 8 tokens, 256-key pages, V as
-// wide as K, an fp8 cache (valid IR; mla-legalize refuses it for now).
+// wide as K, an fp8 cache (valid IR; mla-legalize refuses the dims).
 // CHECK-LABEL: mla.decode @extremes
 //  CHECK-SAME:   qk_head_dim = 512, v_head_dim = 512, q_heads = 1, q_len = 8, page_size = 256,
 //  CHECK-SAME:   kv_type = f8E4M3

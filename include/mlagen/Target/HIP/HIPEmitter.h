@@ -16,6 +16,9 @@
 namespace mlagen {
 namespace mla {
 class DecodeOp;
+class ExpandPageIndicesOp;
+class KVCacheWriteOp;
+class MergeAttnStatesOp;
 class PrefillOp;
 } // namespace mla
 
@@ -27,7 +30,22 @@ mlir::LogicalResult emitHIP(mla::PrefillOp op, llvm::raw_ostream &os);
 /// defining `launch.entry` and `reduce_launch.entry`.
 mlir::LogicalResult emitHIP(mla::DecodeOp op, llvm::raw_ostream &os);
 
-/// Prints the single variant (mla.prefill or mla.decode) of `module`.
+/// Prints a prepared merge_attn_states variant from
+/// templates/kernels/merge_attn_states.hip.
+mlir::LogicalResult emitHIP(mla::MergeAttnStatesOp op, llvm::raw_ostream &os);
+
+/// Prints a prepared expand_page_indices variant from
+/// templates/kernels/expand_page_indices.hip.
+mlir::LogicalResult emitHIP(mla::ExpandPageIndicesOp op,
+                            llvm::raw_ostream &os);
+
+/// Prints a prepared kv_cache_write variant from
+/// templates/kernels/kv_cache_write.hip.
+mlir::LogicalResult emitHIP(mla::KVCacheWriteOp op, llvm::raw_ostream &os);
+
+/// Prints the single variant (mla.prefill, mla.decode,
+/// mla.merge_attn_states, mla.expand_page_indices or mla.kv_cache_write) of
+/// `module`.
 mlir::LogicalResult emitHIP(mlir::ModuleOp module, llvm::raw_ostream &os);
 
 /// Registers `--mla-to-hip` with mlir-translate.

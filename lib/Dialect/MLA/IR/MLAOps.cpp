@@ -172,3 +172,43 @@ LogicalResult DecodeOp::verify() {
                             "one code object holds both kernels";
   return success();
 }
+
+LogicalResult MergeAttnStatesOp::verify() {
+  // A thread moves 8 elements (16 bytes) of one head.
+  if (getHeadDim() % 8 != 0)
+    return emitOpError() << "'head_dim' must be a multiple of 8 (a 16-byte "
+                            "vector of 16-bit elements), got "
+                         << getHeadDim();
+  if (getOutType() == DType::F8E4M3)
+    return emitOpError() << "'out_type' must be bf16 or f16, got "
+                         << stringifyDType(getOutType());
+  if (getLaunchAttr() && !getArch())
+    return emitOpError() << "'launch' requires 'arch': a launch is prepared "
+                            "for a target";
+  return success();
+}
+
+LogicalResult ExpandPageIndicesOp::verify() {
+  if (getLaunchAttr() && !getArch())
+    return emitOpError() << "'launch' requires 'arch': a launch is prepared "
+                            "for a target";
+  return success();
+}
+
+LogicalResult KVCacheWriteOp::verify() {
+  // A thread moves 8 elements (16 bytes) of one part of a row.
+  for (auto [field, value] : {std::pair{"latent_dim", getLatentDim()},
+                              std::pair{"rope_dim", getRopeDim()}})
+    if (value % 8 != 0)
+      return emitOpError() << "'" << field
+                           << "' must be a multiple of 8 (a 16-byte vector "
+                              "of 16-bit elements), got "
+                           << value;
+  if (getKvType() == DType::F8E4M3)
+    return emitOpError() << "'kv_type' f8E4M3 is not supported yet (it will "
+                            "take a scale)";
+  if (getLaunchAttr() && !getArch())
+    return emitOpError() << "'launch' requires 'arch': a launch is prepared "
+                            "for a target";
+  return success();
+}

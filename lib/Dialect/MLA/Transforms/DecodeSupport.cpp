@@ -7,10 +7,20 @@ using namespace mlir;
 using namespace mlagen::mla;
 
 LogicalResult mlagen::mla::checkDecodeSupported(DecodeOp op) {
-  if (op.getKvType() == DType::F8E4M3)
-    return op.emitOpError()
-           << "fp8 KV decode is not supported yet ('kv_type' is f8E4M3)";
-  if (op.getKvType() != op.getQType())
+  // An fp8 e4m3 cache (per-tensor kv_scale at run time) is dequantised to
+  // bf16 on its way into shared memory: q and out are bf16 then, and the
+  // target needs fp8 conversions (OCP on NVIDIA and gfx950, FNUZ on gfx942).
+  if (op.getKvType() == DType::F8E4M3) {
+    if (op.getQType() != DType::BF16)
+      return op.emitOpError() << "an fp8 cache ('kv_type' f8E4M3) needs "
+                                 "'q_type' bf16, got "
+                              << stringifyDType(op.getQType());
+    if (op.getArch() && *op.getArch() == Arch::GFX90A)
+      return op.emitOpError()
+             << "gfx90a has no fp8 conversion instructions: an fp8 cache "
+                "('kv_type' f8E4M3) needs sm_80, sm_90a, gfx942 (FNUZ) or "
+                "gfx950 (OCP)";
+  } else if (op.getKvType() != op.getQType())
     return op.emitOpError() << "'kv_type' (" << stringifyDType(op.getKvType())
                             << ") must equal 'q_type' ("
                             << stringifyDType(op.getQType()) << ") for decode";

@@ -82,6 +82,50 @@ LogicalResult prepareForEmission(DecodeOp op) {
   return success();
 }
 
+/// The entry point templates/kernels/merge_attn_states.hip defines.
+constexpr llvm::StringLiteral kMergeAttnStatesEntry =
+    "mlagen_merge_attn_states";
+/// Threads per block of the merge: a thread per 16-byte vector.
+constexpr int32_t kMergeAttnStatesThreads = 256;
+
+LogicalResult prepareForEmission(MergeAttnStatesOp op) {
+  if (!op.getArch())
+    return op.emitOpError()
+           << "has no 'arch': run mla-select-tiling before emission";
+  op.setLaunchAttr(LaunchAttr::get(op.getContext(), kMergeAttnStatesEntry,
+                                   kMergeAttnStatesThreads, 0));
+  return success();
+}
+
+/// The entry point templates/kernels/expand_page_indices.hip defines; a
+/// thread per token.
+constexpr llvm::StringLiteral kExpandPageIndicesEntry =
+    "mlagen_expand_page_indices";
+constexpr int32_t kExpandPageIndicesThreads = 256;
+
+LogicalResult prepareForEmission(ExpandPageIndicesOp op) {
+  if (!op.getArch())
+    return op.emitOpError()
+           << "has no 'arch': run mla-select-tiling before emission";
+  op.setLaunchAttr(LaunchAttr::get(op.getContext(), kExpandPageIndicesEntry,
+                                   kExpandPageIndicesThreads, 0));
+  return success();
+}
+
+/// The entry point templates/kernels/kv_cache_write.hip defines; a thread
+/// per 16-byte vector.
+constexpr llvm::StringLiteral kKVCacheWriteEntry = "mlagen_kv_cache_write";
+constexpr int32_t kKVCacheWriteThreads = 256;
+
+LogicalResult prepareForEmission(KVCacheWriteOp op) {
+  if (!op.getArch())
+    return op.emitOpError()
+           << "has no 'arch': run mla-select-tiling before emission";
+  op.setLaunchAttr(LaunchAttr::get(op.getContext(), kKVCacheWriteEntry,
+                                   kKVCacheWriteThreads, 0));
+  return success();
+}
+
 struct PrepareEmissionPass
     : mlagen::mla::impl::MLAPrepareEmissionPassBase<PrepareEmissionPass> {
   void runOnOperation() override {
@@ -89,6 +133,16 @@ struct PrepareEmissionPass
       if (failed(prepareForEmission(op)))
         signalPassFailure();
     for (DecodeOp op : getOperation().getOps<DecodeOp>())
+      if (failed(prepareForEmission(op)))
+        signalPassFailure();
+    for (MergeAttnStatesOp op : getOperation().getOps<MergeAttnStatesOp>())
+      if (failed(prepareForEmission(op)))
+        signalPassFailure();
+    for (ExpandPageIndicesOp op :
+         getOperation().getOps<ExpandPageIndicesOp>())
+      if (failed(prepareForEmission(op)))
+        signalPassFailure();
+    for (KVCacheWriteOp op : getOperation().getOps<KVCacheWriteOp>())
       if (failed(prepareForEmission(op)))
         signalPassFailure();
   }

@@ -147,6 +147,11 @@ LogicalResult selectDecodeTiling(DecodeOp op, std::optional<Arch> defaultArch) {
     tileK = pinnedTileK.value_or(tiles.tileK);
     warps = tiles.warps;
     stages = tiles.stages;
+    // An fp8 cache streams through registers on NVIDIA too (loads of the
+    // next tile in flight during this one's math), so one bf16 tile
+    // suffices: 16-row blocks then fit twice on an SM.
+    if (op.getKvType() == DType::F8E4M3 && !isCDNA(*arch))
+      stages = 1;
     while (!fits() && !pinnedTileK && tileK > tileKStep)
       tileK -= tileKStep;
     while (!fits() && stages > 1)
@@ -192,6 +197,33 @@ struct SelectTilingPass
     for (DecodeOp op : module.getOps<DecodeOp>())
       if (failed(selectDecodeTiling(op, defaultArch)))
         signalPassFailure();
+    // Elementwise ops have no tiling; they only need their target.
+    auto setArch = [&](auto op) {
+      if (op.getArch())
+        return;
+      if (!defaultArch) {
+        op.emitOpError() << "has no 'arch': name one on the variant or run "
+                            "mla-select-tiling{arch=...}";
+        signalPassFailure();
+        return;
+      }
+      op.setArchAttr(ArchAttr::get(op.getContext(), *defaultArch));
+    };
+    for (ExpandPageIndicesOp op : module.getOps<ExpandPageIndicesOp>())
+      setArch(op);
+    for (KVCacheWriteOp op : module.getOps<KVCacheWriteOp>())
+      setArch(op);
+    for (MergeAttnStatesOp op : module.getOps<MergeAttnStatesOp>()) {
+      if (op.getArch())
+        continue;
+      if (!defaultArch) {
+        op.emitOpError() << "has no 'arch': name one on the variant or run "
+                            "mla-select-tiling{arch=...}";
+        signalPassFailure();
+        continue;
+      }
+      op.setArchAttr(ArchAttr::get(op.getContext(), *defaultArch));
+    }
   }
 };
 

@@ -154,4 +154,120 @@ def MLA_DecodeOp : MLA_Op<"decode", [
   }];
 }
 
+def MLA_MergeAttnStatesOp : MLA_Op<"merge_attn_states", [
+    Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "merges two partial attention outputs by their LSE";
+  let description = [{
+    vLLM's merge_attn_states as a kernel variant: for each token and head,
+    out = (e^(lse_p - m) o_p + e^(lse_s - m) o_s) / (e^(lse_p - m) +
+    e^(lse_s - m)) with m = max(lse_p, lse_s), and optionally
+    out_lse = m + log(e^(lse_p - m) + e^(lse_s - m)). A part whose LSE is
+    infinite (no key seen) has weight 0; both empty give zeros and -inf.
+    o_p, o_s and out are [tokens, heads, head_dim] with strides, the LSEs
+    [heads, tokens] fp32 (mla.prefill's layout, so prefill outputs merge as
+    they are). A memory-bound elementwise kernel of 16-byte vectors.
+
+    ```mlir
+    mla.merge_attn_states @context_merge head_dim = 128, heads = 16,
+        out_lse, arch = sm_90a, out_type = bf16
+    ```
+
+    `arch` absent takes the target of mla-select-tiling;
+    mla-prepare-emission sets `launch` (mlagen_merge_attn_states).
+  }];
+
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    ConfinedAttr<MLA_IntAttr, [MLA_IntInRange<8, 1024>]>:$head_dim,
+    ConfinedAttr<MLA_IntAttr, [MLA_IntInRange<1, 65535>]>:$heads,
+    UnitAttr:$out_lse,
+    OptionalAttr<MLA_ArchAttr>:$arch,
+    OptionalAttr<MLA_LaunchAttr>:$launch,
+    MLA_DTypeAttr:$out_type
+  );
+
+  let assemblyFormat = [{
+    $sym_name
+    `head_dim` `=` $head_dim `,` `heads` `=` $heads `,`
+    (`out_lse` $out_lse^ `,`)?
+    (`arch` `=` `` $arch^ `,`)?
+    (`launch` `=` $launch^ `,`)?
+    `out_type` `=` `` $out_type
+    attr-dict
+  }];
+
+  let hasVerifier = 1;
+}
+
+def MLA_ExpandPageIndicesOp : MLA_Op<"expand_page_indices", [
+    Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "block table + token ranges -> flat per-token cache slots";
+  let description = [{
+    Page-index expansion: for request b and its tokens i in [0, cu[b+1] -
+    cu[b]), slots[cu[b] + i] = block_table[b][p / page_size] * page_size +
+    p % page_size with p = start[b] + i (start 0 when not given: a context
+    chunk begins at start). page_size is a config value, any size in
+    [1, 4096]; int32 slots (num_blocks * page_size < 2^31).
+
+    ```mlir
+    mla.expand_page_indices @pages64 page_size = 64, arch = sm_90a
+    ```
+  }];
+
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    ConfinedAttr<MLA_IntAttr, [MLA_IntInRange<1, 4096>]>:$page_size,
+    OptionalAttr<MLA_ArchAttr>:$arch,
+    OptionalAttr<MLA_LaunchAttr>:$launch
+  );
+
+  let assemblyFormat = [{
+    $sym_name `page_size` `=` $page_size
+    (`,` `arch` `=` `` $arch^)?
+    (`,` `launch` `=` $launch^)?
+    attr-dict
+  }];
+
+  let hasVerifier = 1;
+}
+
+def MLA_KVCacheWriteOp : MLA_Op<"kv_cache_write", [
+    Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "writes new tokens' latent kv and rope key into a paged MLA cache";
+  let description = [{
+    The MLA KV-cache write (vLLM's concat_and_cache_mla): for token t with
+    slot = slot_mapping[t] >= 0 (-1 skips a padded token), row slot of the
+    cache [num_blocks, page_size, latent_dim + rope_dim] becomes
+    kv_c_normed[t, 0:latent_dim] ++ k_pe[t, 0:rope_dim]. Slots are int32,
+    block = slot / page_size, offset = slot % page_size. 16-byte vectors.
+
+    ```mlir
+    mla.kv_cache_write @deepseek_v3 latent_dim = 512, rope_dim = 64,
+        page_size = 64, arch = sm_90a, kv_type = bf16
+    ```
+  }];
+
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    ConfinedAttr<MLA_IntAttr, [MLA_IntInRange<8, 1024>]>:$latent_dim,
+    ConfinedAttr<MLA_IntAttr, [MLA_IntInRange<8, 256>]>:$rope_dim,
+    ConfinedAttr<MLA_IntAttr, [MLA_IntInRange<1, 4096>]>:$page_size,
+    OptionalAttr<MLA_ArchAttr>:$arch,
+    OptionalAttr<MLA_LaunchAttr>:$launch,
+    MLA_DTypeAttr:$kv_type
+  );
+
+  let assemblyFormat = [{
+    $sym_name
+    `latent_dim` `=` $latent_dim `,` `rope_dim` `=` $rope_dim `,`
+    `page_size` `=` $page_size `,`
+    (`arch` `=` `` $arch^ `,`)?
+    (`launch` `=` $launch^ `,`)?
+    `kv_type` `=` `` $kv_type
+    attr-dict
+  }];
+
+  let hasVerifier = 1;
+}
+
 #endif // MLAGEN_DIALECT_MLA_IR_MLAOPS_TD

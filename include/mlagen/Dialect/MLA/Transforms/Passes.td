@@ -17,8 +17,9 @@ def MLALegalizePass : Pass<"mla-legalize", "::mlir::ModuleOp"> {
     (causality already bounds it there), a window of (-1, -1) and a soft cap
     of 0 are removed (absent means off). Rejects, naming the op and field,
     what no template implements yet: fp8 prefill, paged prefill, k/v or
-    output dtypes that differ from q; for decode an fp8 cache, cache or
-    output dtypes that differ from q, head dims other than 576/512.
+    output dtypes that differ from q; for decode a cache or output dtype
+    that differs from q (except an fp8 e4m3 cache with bf16 q, refused on
+    gfx90a, which has no fp8 conversions), head dims other than 576/512.
   }];
   let dependentDialects = ["::mlagen::mla::MLADialect"];
 }

@@ -1,0 +1,99 @@
+//===- KVCacheWriteLaunch.cpp - check an MLA KV-cache write ---------------===//
+#include "KVCacheWriteLaunch.h"
+
+#include <cstdint>
+#include <string>
+
+namespace mlagen {
+namespace {
+
+Status invalidArgument(const std::string &message) {
+  return Status(StatusCode::InvalidArgument, message);
+}
+
+} // namespace
+
+Status prepareKVCacheWriteLaunch(const Signature &sig, const CodeObject &code,
+                                 const KVCacheWriteArgs &args,
+                                 KVCacheWriteLaunch &out, bool &empty) {
+  empty = false;
+  if (sig.op != OpKind::KVCacheWrite)
+    return invalidArgument(
+        std::string("runKVCacheWrite needs a kv_cache_write kernel, not ") +
+        opKindName(sig.op));
+  if (code.threadsPerBlock < 1)
+    return Status(StatusCode::Internal,
+                  "the kv_cache_write code object for '" + sig.canonical() +
+                      "' lacks its block size");
+  if (args.numTokens < 0)
+    return invalidArgument("num_tokens must be >= 0 (got " +
+                           std::to_string(args.numTokens) + ")");
+  if (args.numTokens == 0) {
+    empty = true;
+    return Status::ok();
+  }
+  const struct {
+    const char *name;
+    const void *ptr;
+    unsigned alignment; // what the kernel moves it in
+  } pointers[] = {
+      {"kv_c", args.kvC, 16},
+      {"k_pe", args.kPe, 16},
+      {"kv_cache", args.kvCache, 16},
+      {"slot_mapping", args.slotMapping, 4},
+  };
+  for (const auto &p : pointers) {
+    if (!p.ptr)
+      return invalidArgument(std::string(p.name) + " is null");
+    if (reinterpret_cast<uintptr_t>(p.ptr) % p.alignment != 0)
+      return invalidArgument(std::string(p.name) + " must be " +
+                             std::to_string(p.alignment) +
+                             "-byte aligned (the kernel moves it in " +
+                             std::to_string(p.alignment) + "-byte units)");
+  }
+  const int64_t row = sig.headDimQK, latent = sig.headDimV;
+  const int64_t cacheToken =
+      args.cacheTokenStride ? args.cacheTokenStride : row;
+  const struct {
+    const char *name;
+    int64_t given, contiguous;
+  } strides[] = {
+      {"kv_c_token_stride", args.kvCTokenStride, latent},
+      {"k_pe_token_stride", args.kPeTokenStride, row - latent},
+      {"cache_block_stride", args.cacheBlockStride,
+       int64_t(sig.pageSize) * cacheToken},
+      {"cache_token_stride", args.cacheTokenStride, row},
+  };
+  long long resolved[4];
+  for (int i = 0; i < 4; ++i) {
+    if (strides[i].given < 0)
+      return invalidArgument(std::string(strides[i].name) +
+                             " must be >= 0, 0 meaning contiguous (got " +
+                             std::to_string(strides[i].given) + ")");
+    resolved[i] = strides[i].given ? strides[i].given : strides[i].contiguous;
+    if (resolved[i] % 8 != 0)
+      return invalidArgument(std::string(strides[i].name) +
+                             " must be a multiple of 8 elements, so rows stay "
+                             "16-byte aligned (got " +
+                             std::to_string(resolved[i]) + ")");
+  }
+  if (resolved[3] < row)
+    return invalidArgument("cache_token_stride must be >= the row of " +
+                           std::to_string(row) + " elements (got " +
+                           std::to_string(resolved[3]) + ")");
+
+  const int64_t blocks = (int64_t(args.numTokens) * (row / 8) +
+                          code.threadsPerBlock - 1) /
+                         code.threadsPerBlock;
+  out.params = {args.kvC,   args.kPe,    args.kvCache,   args.slotMapping,
+                resolved[0], resolved[1], resolved[2],   resolved[3],
+                args.numTokens, 0};
+  out.geometry.grid[0] = static_cast<unsigned>(blocks);
+  out.geometry.grid[1] = 1;
+  out.geometry.grid[2] = 1;
+  out.geometry.threadsPerBlock = static_cast<unsigned>(code.threadsPerBlock);
+  out.geometry.sharedBytes = static_cast<unsigned>(code.sharedBytes);
+  return Status::ok();
+}
+
+} // namespace mlagen

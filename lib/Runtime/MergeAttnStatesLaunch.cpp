@@ -1,0 +1,140 @@
+//===- MergeAttnStatesLaunch.cpp - check a merge, lay out its launch ------===//
+#include "MergeAttnStatesLaunch.h"
+
+#include <cstdint>
+#include <string>
+
+namespace mlagen {
+namespace {
+
+Status invalidArgument(const std::string &message) {
+  return Status(StatusCode::InvalidArgument, message);
+}
+
+} // namespace
+
+Status prepareMergeAttnStatesLaunch(const Signature &sig,
+                                    const CodeObject &code,
+                                    const MergeAttnStatesArgs &args,
+                                    MergeAttnStatesLaunch &out, bool &empty) {
+  empty = false;
+  if (sig.op != OpKind::MergeAttnStates)
+    return invalidArgument(
+        std::string("runMergeAttnStates needs a merge_attn_states kernel, "
+                    "not ") +
+        opKindName(sig.op));
+  if (code.threadsPerBlock < 1)
+    return Status(StatusCode::Internal,
+                  "the merge_attn_states code object for '" +
+                      sig.canonical() + "' lacks its block size");
+  if (args.numHeads != sig.numQHeads)
+    return invalidArgument("num_heads (" + std::to_string(args.numHeads) +
+                           ") must equal the kernel's (" +
+                           std::to_string(sig.numQHeads) + ")");
+  if (args.headDim != sig.headDimV)
+    return invalidArgument("head_dim (" + std::to_string(args.headDim) +
+                           ") must equal the kernel's (" +
+                           std::to_string(sig.headDimV) + ")");
+  if (args.numTokens < 0)
+    return invalidArgument("num_tokens must be >= 0 (got " +
+                           std::to_string(args.numTokens) + ")");
+  if (args.numTokens == 0) {
+    empty = true;
+    return Status::ok();
+  }
+
+  float *outLse = sig.returnLSE ? args.outLse : nullptr;
+  struct Pointer {
+    const char *name;
+    const void *ptr;
+    unsigned alignment; // what the kernel loads it with
+    bool required;
+  };
+  const Pointer pointers[] = {
+      {"prefix_out", args.prefixOut, 16, true},
+      {"prefix_lse", args.prefixLse, 4, true},
+      {"suffix_out", args.suffixOut, 16, true},
+      {"suffix_lse", args.suffixLse, 4, true},
+      {"out", args.out, 16, true},
+      {"out_lse", outLse, 4, false},
+  };
+  for (const Pointer &p : pointers) {
+    if (!p.ptr) {
+      if (p.required)
+        return invalidArgument(std::string(p.name) + " is null");
+      continue;
+    }
+    if (reinterpret_cast<uintptr_t>(p.ptr) % p.alignment != 0)
+      return invalidArgument(std::string(p.name) + " must be " +
+                             std::to_string(p.alignment) +
+                             "-byte aligned (the kernel loads it in " +
+                             std::to_string(p.alignment) + "-byte units)");
+  }
+
+  const int64_t heads = sig.numQHeads, dim = sig.headDimV;
+  struct StrideArg {
+    const char *name;
+    int64_t given, contiguous;
+  };
+  const StrideArg strides[] = {
+      {"prefix_token_stride", args.prefixTokenStride, heads * dim},
+      {"prefix_head_stride", args.prefixHeadStride, dim},
+      {"suffix_token_stride", args.suffixTokenStride, heads * dim},
+      {"suffix_head_stride", args.suffixHeadStride, dim},
+      {"out_token_stride", args.outTokenStride, heads * dim},
+      {"out_head_stride", args.outHeadStride, dim},
+  };
+  long long resolved[6];
+  for (int i = 0; i < 6; ++i) {
+    if (strides[i].given < 0)
+      return invalidArgument(std::string(strides[i].name) +
+                             " must be >= 0, 0 meaning contiguous (got " +
+                             std::to_string(strides[i].given) + ")");
+    resolved[i] = strides[i].given ? strides[i].given : strides[i].contiguous;
+    if (resolved[i] % 8 != 0)
+      return invalidArgument(std::string(strides[i].name) +
+                             " must be a multiple of 8 elements, so rows stay "
+                             "16-byte aligned (got " +
+                             std::to_string(resolved[i]) + ")");
+  }
+  // An LSE row holds a head's num_tokens values: a shorter stride would
+  // make heads overlap.
+  const StrideArg lseStrides[] = {
+      {"prefix_lse_head_stride", args.prefixLseHeadStride, args.numTokens},
+      {"suffix_lse_head_stride", args.suffixLseHeadStride, args.numTokens},
+      {"out_lse_head_stride", args.outLseHeadStride, args.numTokens},
+  };
+  long long lseResolved[3];
+  for (int i = 0; i < 3; ++i) {
+    const StrideArg &s = lseStrides[i];
+    if (s.given != 0 && s.given < args.numTokens)
+      return invalidArgument(std::string(s.name) +
+                             " must be 0 (num_tokens) or >= num_tokens (" +
+                             std::to_string(args.numTokens) + "; got " +
+                             std::to_string(s.given) + ")");
+    lseResolved[i] = s.given ? s.given : s.contiguous;
+  }
+
+  const int64_t vectors = int64_t(args.numTokens) * heads * (dim / 8);
+  const int64_t blocks =
+      (vectors + code.threadsPerBlock - 1) / code.threadsPerBlock;
+  if (blocks > INT32_MAX)
+    return invalidArgument("num_tokens * num_heads * head_dim / 8 needs " +
+                           std::to_string(blocks) +
+                           " blocks, more than a grid's x dimension holds");
+
+  out.params = {args.prefixOut, args.prefixLse,  args.suffixOut,
+                args.suffixLse, args.out,        outLse,
+                resolved[0],    resolved[1],     resolved[2],
+                resolved[3],    resolved[4],     resolved[5],
+                lseResolved[0], lseResolved[1],  outLse ? lseResolved[2] : 0,
+                args.numTokens, 0};
+  out.geometry.grid[0] = static_cast<unsigned>(blocks);
+  out.geometry.grid[1] = 1;
+  out.geometry.grid[2] = 1;
+  out.geometry.threadsPerBlock = static_cast<unsigned>(code.threadsPerBlock);
+  out.geometry.sharedBytes = static_cast<unsigned>(code.sharedBytes);
+  return Status::ok();
+}
+
+} // namespace mlagen

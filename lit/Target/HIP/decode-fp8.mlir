@@ -1,0 +1,33 @@
+// An fp8 e4m3 cache (bf16 q and out), through the pipeline to HIP source:
+// kCacheDType 1; on NVIDIA one bf16 tile (the fp8 tiles stream through
+// registers), so 16-row blocks need 98816 bytes and two fit an SM.
+// RUN: mlagen-opt %s --mla-legalize --mla-select-tiling=arch=sm_90a --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=SM90A
+// RUN: mlagen-opt %s --mla-legalize --mla-select-tiling=arch=sm_80 --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=SM80
+// RUN: mlagen-opt %s --mla-legalize --mla-select-tiling=arch=gfx942 --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=GFX942
+// RUN: mlagen-opt %s --mla-legalize --mla-select-tiling=arch=gfx950 --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=GFX950
+// RUN: not mlagen-opt %s --mla-legalize --mla-select-tiling=arch=gfx90a --mla-prepare-emission 2>&1 | FileCheck %s --check-prefix=GFX90A
+
+mla.decode @fp8_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, q_type = bf16, kv_type = f8E4M3, out_type = bf16
+
+// SM90A:      #define MLAGEN_ARCH_SM90A 1
+// SM90A:      constexpr bool kInputBF16 = true;
+// SM90A-NEXT: constexpr int kCacheDType = 1;
+// SM90A:      constexpr int kStages = 1;
+// SM90A-NEXT: constexpr int kSharedBytes = 98816;
+// The prelude converts in hardware; the kernel reads kv_scale from the
+// parameter block.
+// SM90A:      cvt.rn.f16x2.e4m3x2
+// SM90A:      float kv_scale;
+
+// SM80:       #define MLAGEN_ARCH_SM80 1
+// SM80:       constexpr int kCacheDType = 1;
+// SM80:       constexpr int kStages = 1;
+
+// gfx942 reads FNUZ, gfx950 OCP: the same instruction, each arch's encoding.
+// GFX942:     #define MLAGEN_ARCH_GFX942 1
+// GFX942:     constexpr int kCacheDType = 1;
+// GFX942:     __builtin_amdgcn_cvt_pk_f32_fp8
+// GFX950:     #define MLAGEN_ARCH_GFX950 1
+// GFX950:     constexpr int kCacheDType = 1;
+
+// GFX90A: gfx90a has no fp8 conversion instructions

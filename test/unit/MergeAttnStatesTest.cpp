@@ -1,0 +1,552 @@
+//===- MergeAttnStatesTest.cpp - merge and page indices without a GPU -----===//
+//
+// The signatures, the argument checks and the launches a recording fake
+// DeviceBackend sees, for runMergeAttnStates, runExpandPageIndices,
+// runKVCacheWrite and their C API. The kernels themselves: lit (emission, AOT for every target)
+// and python/tests/merge_attn_states_device_test.py on a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CatchStatus.h"
+#include "ExpandPageIndicesLaunch.h"
+#include "KVCacheWriteLaunch.h"
+#include "MergeAttnStatesLaunch.h"
+#include "RuntimeInternal.h"
+#include "TestSupport.h"
+#include "mlagen-c/Runtime.h"
+
+#include <cstring>
+
+using namespace mlagen;
+using namespace mlagen::test;
+
+namespace {
+
+void *const kMergeFunction = reinterpret_cast<void *>(0x2000);
+
+struct MergeLaunchRecord {
+  LaunchGeometry geometry;
+  void *stream = nullptr;
+  MergeAttnStatesParams params{};
+  ExpandPageIndicesParams expand{};
+  KVCacheWriteParams write{};
+};
+
+struct MergeDeviceLog {
+  std::mutex mutex;
+  std::vector<MergeLaunchRecord> launches;
+  // The parameter block's type: launches of expand_page_indices when set.
+  bool expand = false;
+  bool write = false; // ... of kv_cache_write when set
+};
+
+class MergeFakeBackend final : public DeviceBackend {
+public:
+  explicit MergeFakeBackend(std::shared_ptr<MergeDeviceLog> log)
+      : log_(std::move(log)) {}
+  BackendKind kind() const override { return BackendKind::CUDA; }
+  Arch arch() const override { return Arch::SM90A; }
+  std::string description() const override { return "fake merge device"; }
+  Status load(const CodeObject &, DeviceFunction &out) override {
+    out = {reinterpret_cast<void *>(0x1000), kMergeFunction, {}};
+    return Status::ok();
+  }
+  void unload(DeviceFunction &) override {}
+  Status launch(const DeviceFunction &function, const LaunchGeometry &geometry,
+                void *stream, void **params) override {
+    REQUIRE(function.function == kMergeFunction);
+    MergeLaunchRecord record{geometry, stream, {}, {}, {}};
+    std::lock_guard<std::mutex> lock(log_->mutex);
+    if (log_->write)
+      std::memcpy(&record.write, params[0], sizeof(KVCacheWriteParams));
+    else if (log_->expand)
+      std::memcpy(&record.expand, params[0], sizeof(ExpandPageIndicesParams));
+    else
+      std::memcpy(&record.params, params[0], sizeof(MergeAttnStatesParams));
+    log_->launches.push_back(record);
+    return Status::ok();
+  }
+  Status allocate(size_t, void *&) override { return none(); }
+  Status release(void *) override { return none(); }
+  Status copyToDevice(void *, const void *, size_t) override { return none(); }
+  Status copyToHost(void *, const void *, size_t) override { return none(); }
+  Status synchronize() override { return Status::ok(); }
+
+private:
+  static Status none() {
+    return Status(StatusCode::Unsupported, "fake device has no memory");
+  }
+  std::shared_ptr<MergeDeviceLog> log_;
+};
+
+struct FakeMergeRuntime {
+  std::shared_ptr<MergeDeviceLog> log = std::make_shared<MergeDeviceLog>();
+  std::shared_ptr<CountingGenerator> generator =
+      std::make_shared<CountingGenerator>();
+  std::unique_ptr<Runtime> runtime;
+
+  FakeMergeRuntime() {
+    generator->threadsPerBlock = 256;
+    RuntimeOptions options;
+    options.generator = generator;
+    options.diskCache = false;
+    // The fake generator's source is never compiled: the fake device loads
+    // whatever it gets, and no compiler is asked for sm_90a here.
+    REQUIRE(createRuntimeWithBackend(
+        std::move(options), std::make_unique<MergeFakeBackend>(log), runtime));
+  }
+};
+
+template <typename T> T *fakeAddress(uintptr_t address) {
+  return reinterpret_cast<T *>(address);
+}
+
+MergeAttnStatesArgs someArgs(const Signature &sig, int tokens) {
+  MergeAttnStatesArgs args;
+  args.prefixOut = fakeAddress<const void>(0x10000);
+  args.prefixLse = fakeAddress<const float>(0x20000);
+  args.suffixOut = fakeAddress<const void>(0x30000);
+  args.suffixLse = fakeAddress<const float>(0x40000);
+  args.out = fakeAddress<void>(0x50000);
+  args.outLse = fakeAddress<float>(0x60000);
+  args.numTokens = tokens;
+  args.numHeads = sig.numQHeads;
+  args.headDim = sig.headDimV;
+  return args;
+}
+
+std::string launchError(const MergeAttnStatesArgs &args,
+                        const Signature &sig = Signature::mergeAttnStates()) {
+  CodeObject code;
+  code.threadsPerBlock = 256;
+  MergeAttnStatesLaunch launch;
+  bool empty = false;
+  Status status = prepareMergeAttnStatesLaunch(sig, code, args, launch, empty);
+  REQUIRE_FALSE(status.isOk());
+  CHECK(status.code() == StatusCode::InvalidArgument);
+  return status.message();
+}
+
+} // namespace
+
+TEST_CASE("merge_attn_states signatures: canonical text, parsing, rules",
+          "[merge-attn-states]") {
+  Signature sig = Signature::mergeAttnStates();
+  CHECK(sig.canonical() ==
+        "merge_attn_states v=128 hq=16 lse=1 out=bf16 arch=sm_90a");
+  CHECK(sig.validate());
+
+  Signature parsed;
+  REQUIRE(parseSignature("merge_attn_states v=512 hq=128 lse=0 out=fp16 "
+                         "arch=gfx942",
+                         parsed));
+  CHECK(parsed.canonical() ==
+        "merge_attn_states v=512 hq=128 lse=0 out=fp16 arch=gfx942");
+  // Both inputs have the output's type.
+  CHECK(parsed.qType == DType::FP16);
+  CHECK(parsed.kvType == DType::FP16);
+  CHECK(parsed.validate());
+  Signature again;
+  REQUIRE(parseSignature(parsed.canonical(), again));
+  CHECK(again == parsed);
+
+  auto parseError = [](const std::string &text) {
+    Signature out;
+    Status status = parseSignature(text, out);
+    REQUIRE_FALSE(status.isOk());
+    return status.message();
+  };
+  CHECK(parseError("merge_attn_states v=128 hq=16 qk=192 arch=sm_90a") ==
+        "signature field 'qk' is not a merge_attn_states field");
+  CHECK(parseError("merge_attn_states v=128 hq=16 page=64 arch=sm_90a") ==
+        "signature field 'page' is not a merge_attn_states field");
+  CHECK(parseError("merge_attn_states v=128 arch=sm_90a") ==
+        "signature is missing field 'hq'");
+
+  auto invalid = [](Signature s) {
+    Status status = s.validate();
+    REQUIRE_FALSE(status.isOk());
+    CHECK(status.code() == StatusCode::InvalidSignature);
+    return status.message();
+  };
+  Signature bad = sig;
+  bad.headDimV = 100;
+  CHECK(invalid(bad) == "head_dim_v must be a multiple of 8 in [8, 1024] for "
+                        "merge_attn_states (16-byte vectors) (got 100)");
+  bad = sig;
+  bad.outType = bad.qType = bad.kvType = DType::FP8E4M3;
+  CHECK(invalid(bad) ==
+        "out_type must be bf16 or fp16 for merge_attn_states (got fp8e4m3)");
+  bad = sig;
+  bad.qType = DType::FP16;
+  CHECK(invalid(bad).find("q_type and kv_type must equal out_type") == 0);
+  bad = sig;
+  bad.pageSize = 64;
+  CHECK(invalid(bad).find("a merge_attn_states signature sets only v, hq") ==
+        0);
+  bad = sig;
+  bad.numQHeads = 0;
+  CHECK(invalid(bad) == "num_q_heads must be in [1, 65535] (got 0)");
+}
+
+TEST_CASE("runMergeAttnStates launches one vector per thread",
+          "[merge-attn-states]") {
+  FakeMergeRuntime fake;
+  Signature sig = Signature::mergeAttnStates();
+  const Kernel *kernel = nullptr;
+  REQUIRE(fake.runtime->getKernel(sig, kernel));
+
+  SECTION("contiguous defaults") {
+    MergeAttnStatesArgs args = someArgs(sig, 1000);
+    args.stream = fakeAddress<void>(0x99);
+    REQUIRE(fake.runtime->runMergeAttnStates(*kernel, args));
+    REQUIRE(fake.log->launches.size() == 1);
+    const MergeLaunchRecord &r = fake.log->launches[0];
+    // 1000 tokens * 16 heads * 16 vectors / 256 threads.
+    CHECK(r.geometry.grid[0] == 1000);
+    CHECK(r.geometry.grid[1] == 1);
+    CHECK(r.geometry.threadsPerBlock == 256);
+    CHECK(r.geometry.sharedBytes == 0);
+    CHECK(r.stream == args.stream);
+    const MergeAttnStatesParams &p = r.params;
+    CHECK(p.prefix_out == args.prefixOut);
+    CHECK(p.prefix_lse == args.prefixLse);
+    CHECK(p.suffix_out == args.suffixOut);
+    CHECK(p.suffix_lse == args.suffixLse);
+    CHECK(p.out == args.out);
+    CHECK(p.out_lse == args.outLse);
+    CHECK(p.prefix_token_stride == 16 * 128);
+    CHECK(p.prefix_head_stride == 128);
+    CHECK(p.suffix_token_stride == 16 * 128);
+    CHECK(p.out_head_stride == 128);
+    CHECK(p.prefix_lse_head_stride == 1000);
+    CHECK(p.out_lse_head_stride == 1000);
+    CHECK(p.num_tokens == 1000);
+  }
+  SECTION("strided views and a longer LSE row") {
+    MergeAttnStatesArgs args = someArgs(sig, 3);
+    args.prefixTokenStride = 16 * 192; // q/k-width rows
+    args.prefixHeadStride = 192;
+    args.outTokenStride = 4096;
+    args.suffixLseHeadStride = 17; // a prefill's LSE over 17 tokens
+    REQUIRE(fake.runtime->runMergeAttnStates(*kernel, args));
+    const MergeAttnStatesParams &p = fake.log->launches.at(0).params;
+    CHECK(p.prefix_token_stride == 16 * 192);
+    CHECK(p.prefix_head_stride == 192);
+    CHECK(p.suffix_token_stride == 16 * 128);
+    CHECK(p.out_token_stride == 4096);
+    CHECK(p.prefix_lse_head_stride == 3);
+    CHECK(p.suffix_lse_head_stride == 17);
+    CHECK(fake.log->launches.at(0).geometry.grid[0] == 3); // 768 vectors
+  }
+  SECTION("no tokens launches nothing") {
+    MergeAttnStatesArgs args = someArgs(sig, 0);
+    args.out = nullptr;
+    REQUIRE(fake.runtime->runMergeAttnStates(*kernel, args));
+    CHECK(fake.log->launches.empty());
+  }
+  SECTION("a kernel of another op is refused") {
+    Signature prefill = testSignature(Arch::SM90A);
+    const Kernel *other = nullptr;
+    REQUIRE(fake.runtime->getKernel(prefill, other));
+    Status status =
+        fake.runtime->runMergeAttnStates(*other, someArgs(sig, 4));
+    CHECK(status.code() == StatusCode::InvalidArgument);
+    CHECK(status.message() ==
+          "runMergeAttnStates needs a merge_attn_states kernel, not prefill");
+  }
+  SECTION("the C API launches the same") {
+    mlagen_kernel *handle = reinterpret_cast<mlagen_kernel *>(
+        const_cast<Kernel *>(kernel));
+    int64_t strides[9] = {0, 0, 0, 0, 0, 0, 0, 0, 40};
+    REQUIRE(mlagen_merge_attn_states_run(
+                handle, fakeAddress<void>(0x10000), fakeAddress<float>(0x20000),
+                fakeAddress<void>(0x30000), fakeAddress<float>(0x40000), fakeAddress<void>(0x50000),
+                nullptr, 32, 16, 128, strides, nullptr) == 0);
+    const MergeAttnStatesParams &p = fake.log->launches.at(0).params;
+    CHECK(p.out_lse == nullptr);
+    CHECK(p.num_tokens == 32);
+    CHECK(fake.log->launches.at(0).geometry.grid[0] == 32);
+    CHECK(mlagen_merge_attn_states_run(
+              handle, fakeAddress<void>(0x10000), fakeAddress<float>(0x20000),
+              fakeAddress<void>(0x30000), fakeAddress<float>(0x40000), fakeAddress<void>(0x50000),
+              nullptr, 32, 8, 128, nullptr,
+              nullptr) == static_cast<int>(StatusCode::InvalidArgument));
+    CHECK(std::string(mlagen_last_error()) ==
+          "num_heads (8) must equal the kernel's (16)");
+  }
+}
+
+TEST_CASE("merge_attn_states argument checks name the argument",
+          "[merge-attn-states]") {
+  const Signature sig = Signature::mergeAttnStates();
+  MergeAttnStatesArgs args = someArgs(sig, 8);
+  CHECK(launchError(args, Signature()) ==
+        "runMergeAttnStates needs a merge_attn_states kernel, not prefill");
+
+  args = someArgs(sig, 8);
+  args.headDim = 64;
+  CHECK(launchError(args) == "head_dim (64) must equal the kernel's (128)");
+  args = someArgs(sig, -1);
+  CHECK(launchError(args) == "num_tokens must be >= 0 (got -1)");
+  args = someArgs(sig, 8);
+  args.suffixOut = nullptr;
+  CHECK(launchError(args) == "suffix_out is null");
+  args = someArgs(sig, 8);
+  args.prefixLse = nullptr;
+  CHECK(launchError(args) == "prefix_lse is null");
+  args = someArgs(sig, 8);
+  args.out = fakeAddress<void>(0x50008);
+  CHECK(launchError(args) == "out must be 16-byte aligned (the kernel loads "
+                             "it in 16-byte units)");
+  args = someArgs(sig, 8);
+  args.outLse = fakeAddress<float>(0x60002);
+  CHECK(launchError(args) == "out_lse must be 4-byte aligned (the kernel "
+                             "loads it in 4-byte units)");
+  args = someArgs(sig, 8);
+  args.suffixHeadStride = 132;
+  CHECK(launchError(args) == "suffix_head_stride must be a multiple of 8 "
+                             "elements, so rows stay 16-byte aligned (got "
+                             "132)");
+  args = someArgs(sig, 8);
+  args.outTokenStride = -8;
+  CHECK(launchError(args) ==
+        "out_token_stride must be >= 0, 0 meaning contiguous (got -8)");
+  args = someArgs(sig, 8);
+  args.prefixLseHeadStride = 7;
+  CHECK(launchError(args) == "prefix_lse_head_stride must be 0 (num_tokens) "
+                             "or >= num_tokens (8; got 7)");
+
+  // lse=0: out_lse is ignored, even misaligned.
+  Signature noLse = sig;
+  noLse.returnLSE = false;
+  args = someArgs(sig, 8);
+  args.outLse = fakeAddress<float>(0x60002);
+  CodeObject code;
+  code.threadsPerBlock = 256;
+  MergeAttnStatesLaunch launch;
+  bool empty = true;
+  REQUIRE(prepareMergeAttnStatesLaunch(noLse, code, args, launch, empty));
+  CHECK_FALSE(empty);
+  CHECK(launch.params.out_lse == nullptr);
+  CHECK(launch.params.out_lse_head_stride == 0);
+}
+
+TEST_CASE("expand_page_indices: signature, launch and argument checks",
+          "[expand-page-indices]") {
+  Signature sig = Signature::expandPageIndices();
+  CHECK(sig.canonical() == "expand_page_indices page=64 arch=sm_90a");
+  Signature parsed;
+  REQUIRE(parseSignature("expand_page_indices page=528 arch=gfx942", parsed));
+  CHECK(parsed.pageSize == 528);
+  CHECK(parsed.validate());
+  CHECK(parsed.canonical() == "expand_page_indices page=528 arch=gfx942");
+  Signature none;
+  CHECK(parseSignature("expand_page_indices page=64 hq=16 arch=sm_90a", none)
+            .message() ==
+        "signature field 'hq' is not a expand_page_indices field");
+  CHECK(parseSignature("expand_page_indices arch=sm_90a", none).message() ==
+        "signature is missing field 'page'");
+  Signature bad = sig;
+  bad.pageSize = 4097;
+  CHECK(bad.validate().message() ==
+        "page_size must be in [1, 4096] for expand_page_indices (got 4097)");
+  bad = sig;
+  bad.numQHeads = 16;
+  CHECK(bad.validate().message().find(
+            "an expand_page_indices signature sets only page and arch") == 0);
+
+  FakeMergeRuntime fake;
+  fake.log->expand = true;
+  const Kernel *kernel = nullptr;
+  REQUIRE(fake.runtime->getKernel(sig, kernel));
+  ExpandPageIndicesArgs args;
+  args.blockTable = fakeAddress<const int>(0x1000);
+  args.blockTableStride = 37;
+  args.cuSeqlens = fakeAddress<const int>(0x2000);
+  args.slots = fakeAddress<int>(0x3000);
+  args.batch = 5;
+  args.maxSeqlen = 1000;
+  args.stream = fakeAddress<void>(0x99);
+
+  SECTION("one block row per request") {
+    REQUIRE(fake.runtime->runExpandPageIndices(*kernel, args));
+    REQUIRE(fake.log->launches.size() == 1);
+    const MergeLaunchRecord &r = fake.log->launches[0];
+    CHECK(r.geometry.grid[0] == 4); // ceil(1000 / 256)
+    CHECK(r.geometry.grid[1] == 5);
+    CHECK(r.geometry.threadsPerBlock == 256);
+    CHECK(r.stream == args.stream);
+    CHECK(r.expand.block_table == args.blockTable);
+    CHECK(r.expand.cu_seqlens == args.cuSeqlens);
+    CHECK(r.expand.seq_starts == nullptr);
+    CHECK(r.expand.slots == args.slots);
+    CHECK(r.expand.block_table_stride == 37);
+    CHECK(r.expand.batch == 5);
+  }
+  SECTION("nothing to do launches nothing") {
+    args.maxSeqlen = 0;
+    REQUIRE(fake.runtime->runExpandPageIndices(*kernel, args));
+    args.maxSeqlen = 10;
+    args.batch = 0;
+    args.slots = nullptr;
+    REQUIRE(fake.runtime->runExpandPageIndices(*kernel, args));
+    CHECK(fake.log->launches.empty());
+  }
+  SECTION("the C API launches the same") {
+    mlagen_kernel *handle =
+        reinterpret_cast<mlagen_kernel *>(const_cast<Kernel *>(kernel));
+    REQUIRE(mlagen_expand_page_indices_run(
+                handle, args.blockTable, 37, args.cuSeqlens,
+                fakeAddress<const int32_t>(0x4000), args.slots, 2, 1, nullptr) ==
+            0);
+    const MergeLaunchRecord &r = fake.log->launches.at(0);
+    CHECK(r.geometry.grid[0] == 1);
+    CHECK(r.geometry.grid[1] == 2);
+    CHECK(r.expand.seq_starts == fakeAddress<const int>(0x4000));
+  }
+  SECTION("argument checks name the argument") {
+    auto error = [&](ExpandPageIndicesArgs a) {
+      Status status = fake.runtime->runExpandPageIndices(*kernel, a);
+      REQUIRE_FALSE(status.isOk());
+      CHECK(status.code() == StatusCode::InvalidArgument);
+      return status.message();
+    };
+    ExpandPageIndicesArgs a = args;
+    a.batch = 65536;
+    CHECK(error(a) == "batch must be in [0, 65535] (got 65536)");
+    a = args;
+    a.maxSeqlen = -1;
+    CHECK(error(a) == "max_seqlen must be >= 0 (got -1)");
+    a = args;
+    a.blockTableStride = 0;
+    CHECK(error(a) == "block_table_stride must be > 0 (got 0)");
+    a = args;
+    a.cuSeqlens = nullptr;
+    CHECK(error(a) == "cu_seqlens is null");
+    a = args;
+    a.seqStarts = fakeAddress<const int>(0x4002);
+    CHECK(error(a) == "seq_starts must be 4-byte aligned");
+    const Kernel *merge = nullptr;
+    REQUIRE(fake.runtime->getKernel(Signature::mergeAttnStates(), merge));
+    Status status = fake.runtime->runExpandPageIndices(*merge, args);
+    CHECK(status.message() == "runExpandPageIndices needs an "
+                              "expand_page_indices kernel, not "
+                              "merge_attn_states");
+    CHECK(fake.log->launches.empty());
+  }
+}
+
+TEST_CASE("kv_cache_write: signature, launch and argument checks",
+          "[kv-cache-write]") {
+  Signature sig = Signature::kvCacheWrite();
+  CHECK(sig.canonical() == "kv_cache_write qk=576 v=512 page=64 kv=bf16 "
+                           "arch=sm_90a");
+  CHECK(sig.validate());
+  Signature parsed;
+  REQUIRE(parseSignature("kv_cache_write qk=576 v=512 page=1 kv=fp16 "
+                         "arch=gfx950",
+                         parsed));
+  CHECK(parsed.qType == DType::FP16);
+  CHECK(parsed.outType == DType::FP16);
+  CHECK(parsed.validate());
+  CHECK(parsed.canonical() ==
+        "kv_cache_write qk=576 v=512 page=1 kv=fp16 arch=gfx950");
+  Signature none;
+  CHECK(parseSignature("kv_cache_write qk=576 v=512 page=64 hq=1 arch=sm_90a",
+                       none)
+            .message() == "signature field 'hq' is not a kv_cache_write field");
+  Signature bad = sig;
+  bad.headDimQK = 512;
+  CHECK(bad.validate().message() ==
+        "head_dim_qk - head_dim_v (the rope width) must be a multiple of 8 in "
+        "[8, 256] for kv_cache_write (got 0)");
+  bad = sig;
+  bad.qType = bad.kvType = bad.outType = DType::FP8E4M3;
+  CHECK(bad.validate().code() == StatusCode::Unsupported);
+  bad = sig;
+  bad.mask = Mask::Causal;
+  CHECK(bad.validate().message().find(
+            "a kv_cache_write signature sets only qk, v, page, kv and arch") ==
+        0);
+
+  FakeMergeRuntime fake;
+  fake.log->write = true;
+  const Kernel *kernel = nullptr;
+  REQUIRE(fake.runtime->getKernel(sig, kernel));
+  KVCacheWriteArgs args;
+  args.kvC = fakeAddress<const void>(0x10000);
+  args.kPe = fakeAddress<const void>(0x20000);
+  args.kvCache = fakeAddress<void>(0x30000);
+  args.slotMapping = fakeAddress<const int>(0x40000);
+  args.numTokens = 100;
+
+  SECTION("contiguous defaults") {
+    REQUIRE(fake.runtime->runKVCacheWrite(*kernel, args));
+    const MergeLaunchRecord &r = fake.log->launches.at(0);
+    CHECK(r.geometry.grid[0] == 29); // ceil(100 * 72 / 256)
+    CHECK(r.geometry.threadsPerBlock == 256);
+    CHECK(r.write.kv_c == args.kvC);
+    CHECK(r.write.k_pe == args.kPe);
+    CHECK(r.write.kv_cache == args.kvCache);
+    CHECK(r.write.slot_mapping == args.slotMapping);
+    CHECK(r.write.kv_c_token_stride == 512);
+    CHECK(r.write.k_pe_token_stride == 64);
+    CHECK(r.write.cache_block_stride == 64 * 576);
+    CHECK(r.write.cache_token_stride == 576);
+    CHECK(r.write.num_tokens == 100);
+  }
+  SECTION("vLLM's views: k_pe a slice of a wider row, a padded cache row") {
+    args.kPeTokenStride = 576;
+    args.kvCTokenStride = 576;
+    args.cacheTokenStride = 640;
+    REQUIRE(fake.runtime->runKVCacheWrite(*kernel, args));
+    const MergeLaunchRecord &r = fake.log->launches.at(0);
+    CHECK(r.write.k_pe_token_stride == 576);
+    CHECK(r.write.cache_block_stride == 64 * 640);
+    CHECK(r.write.cache_token_stride == 640);
+  }
+  SECTION("the C API launches the same") {
+    mlagen_kernel *handle =
+        reinterpret_cast<mlagen_kernel *>(const_cast<Kernel *>(kernel));
+    int64_t strides[4] = {0, 576, 0, 0};
+    REQUIRE(mlagen_kv_cache_write_run(handle, args.kvC, args.kPe, args.kvCache,
+                                      args.slotMapping, 7, strides,
+                                      nullptr) == 0);
+    const MergeLaunchRecord &r = fake.log->launches.at(0);
+    CHECK(r.write.num_tokens == 7);
+    CHECK(r.write.k_pe_token_stride == 576);
+    CHECK(r.geometry.grid[0] == 2); // ceil(7 * 72 / 256)
+  }
+  SECTION("argument checks name the argument") {
+    auto error = [&](KVCacheWriteArgs a) {
+      Status status = fake.runtime->runKVCacheWrite(*kernel, a);
+      REQUIRE_FALSE(status.isOk());
+      CHECK(status.code() == StatusCode::InvalidArgument);
+      return status.message();
+    };
+    KVCacheWriteArgs a = args;
+    a.numTokens = -1;
+    CHECK(error(a) == "num_tokens must be >= 0 (got -1)");
+    a = args;
+    a.slotMapping = nullptr;
+    CHECK(error(a) == "slot_mapping is null");
+    a = args;
+    a.kPe = fakeAddress<const void>(0x20008);
+    CHECK(error(a) == "k_pe must be 16-byte aligned (the kernel moves it in "
+                      "16-byte units)");
+    a = args;
+    a.kvCTokenStride = 516;
+    CHECK(error(a) == "kv_c_token_stride must be a multiple of 8 elements, so "
+                      "rows stay 16-byte aligned (got 516)");
+    a = args;
+    a.cacheTokenStride = 512;
+    CHECK(error(a) ==
+          "cache_token_stride must be >= the row of 576 elements (got 512)");
+    a = args;
+    a.numTokens = 0;
+    a.kvCache = nullptr;
+    REQUIRE(fake.runtime->runKVCacheWrite(*kernel, a));
+    CHECK(fake.log->launches.empty());
+  }
+}
