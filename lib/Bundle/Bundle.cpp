@@ -29,17 +29,22 @@ std::vector<Signature> defaultVariantSet(const std::vector<Arch> &archs) {
         sig.arch = arch;
         set.push_back(sig);
       }
-  // Absorbed MLA decode, 576/512, bf16, with LSE: TP8 (16 heads) and TP1
-  // (128), with vLLM's 64-key pages and SGLang's 1-key pages.
+  // Absorbed MLA decode, 576/512, bf16 q, with LSE: TP8 (16 heads) and TP1
+  // (128), with vLLM's 64-key pages and SGLang's 1-key pages; a bf16 cache,
+  // and an fp8 e4m3 one where the arch converts fp8 (not gfx90a).
   for (Arch arch : archs)
-    for (int heads : {16, 128})
-      for (int pageSize : {64, 1}) {
-        Signature sig = Signature::decode();
-        sig.numQHeads = heads;
-        sig.pageSize = pageSize;
-        sig.arch = arch;
-        set.push_back(sig);
-      }
+    for (DType cache : {DType::BF16, DType::FP8E4M3})
+      for (int heads : {16, 128})
+        for (int pageSize : {64, 1}) {
+          if (cache == DType::FP8E4M3 && arch == Arch::GFX90A)
+            continue;
+          Signature sig = Signature::decode();
+          sig.numQHeads = heads;
+          sig.pageSize = pageSize;
+          sig.kvType = cache;
+          sig.arch = arch;
+          set.push_back(sig);
+        }
   return set;
 }
 
