@@ -40,6 +40,8 @@ if [[ $what == numerics || $what == all ]]; then
   done
 fi
 if [[ $what == bench || $what == all ]]; then
+  echo "== Host-side costs"
+  carry/mlagen-host-bench 2>&1 | tee "$out/host-bench.txt" || status=1
   echo "== Benchmark"
   python3 bench/bench_prefill.py 2>&1 | tail -12 || status=1
   python3 bench/bench_decode.py 2>&1 | tail -8 || status=1

@@ -9,5 +9,6 @@ cp "$build/lib/libmlagen.so" "$build/bin/mlagen" \
    "$build/test/mlagen-gpu-launch-tests" "$build/test/mlagen-gpu-prefill-tests" \
    "$build/test/mlagen-gpu-decode-tests" \
    "$build/test/mlagen-gpu-elementwise-tests" \
+   "$build/bench/host/mlagen-host-bench" \
    "$root/carry/"
 du -sh "$root/carry"

@@ -201,6 +201,29 @@ MLAGEN_C_EXPORT int mlagen_decode_run(
     float *partial_lse, int batch, int q_len, int num_heads,
     const int64_t *strides, float softmax_scale, float kv_scale, void *stream);
 
+/* mlagen_decode_run in checked mode (templates/DECODE_CONTRACT.md, "Checked
+ * mode"): error_flags (MLAGEN_DECODE_ERROR_FLAG_INTS device int32, zeroed by
+ * the caller; NULL: unchecked, as mlagen_decode_run) receives the first
+ * request whose seq_len exceeds max_pages * page_size (max_pages 0: the
+ * block_table_stride) or whose block table holds a page outside [0,
+ * num_blocks). Such a request reads nothing of the cache and gets zeros
+ * (LSE -inf). Does not wait for the GPU: copy the flags to the host after
+ * your own sync and pass them to mlagen_decode_error_check. */
+#define MLAGEN_DECODE_ERROR_FLAG_INTS 8
+MLAGEN_C_EXPORT int mlagen_decode_run_checked(
+    const mlagen_decode_planner *planner, const void *q, const void *kv_cache,
+    void *out, float *lse, const int32_t *block_table, int block_table_stride,
+    const int32_t *seq_lens, const int32_t *device_plan, float *partial_out,
+    float *partial_lse, int batch, int q_len, int num_heads,
+    const int64_t *strides, float softmax_scale, float kv_scale,
+    int32_t *error_flags, int64_t num_blocks, int max_pages, void *stream);
+
+/* 0 when host_flags (a host copy of a checked decode's error_flags) hold no
+ * error; else MLAGEN_INVALID_ARGUMENT (or the status code) with
+ * mlagen_last_error naming the request, e.g. "request 3: seq_len 5000 needs
+ * 79 pages of 64 keys, block table has 64". Touches no device. */
+MLAGEN_C_EXPORT int mlagen_decode_error_check(const int32_t *host_flags);
+
 #ifdef __cplusplus
 }
 #endif

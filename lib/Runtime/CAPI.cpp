@@ -403,6 +403,23 @@ int mlagen_decode_run(const mlagen_decode_planner *planner, const void *q,
                       float *partial_out, float *partial_lse, int batch,
                       int q_len, int num_heads, const int64_t *strides,
                       float softmax_scale, float kv_scale, void *stream) {
+  return mlagen_decode_run_checked(
+      planner, q, kv_cache, out, lse, block_table, block_table_stride,
+      seq_lens, device_plan, partial_out, partial_lse, batch, q_len,
+      num_heads, strides, softmax_scale, kv_scale, nullptr, 0, 0, stream);
+}
+
+int mlagen_decode_error_check(const int32_t *host_flags) {
+  return guarded([&]() -> Status { return checkDecodeErrors(host_flags); });
+}
+
+int mlagen_decode_run_checked(
+    const mlagen_decode_planner *planner, const void *q, const void *kv_cache,
+    void *out, float *lse, const int32_t *block_table, int block_table_stride,
+    const int32_t *seq_lens, const int32_t *device_plan, float *partial_out,
+    float *partial_lse, int batch, int q_len, int num_heads,
+    const int64_t *strides, float softmax_scale, float kv_scale,
+    int32_t *error_flags, int64_t num_blocks, int max_pages, void *stream) {
   return guarded([&]() -> Status {
     if (!planner)
       return Status(StatusCode::InvalidArgument, "planner is null");
@@ -431,6 +448,10 @@ int mlagen_decode_run(const mlagen_decode_planner *planner, const void *q,
     }
     args.softmaxScale = softmax_scale;
     args.kvScale = kv_scale;
+    args.checked = error_flags != nullptr;
+    args.errorFlags = error_flags;
+    args.numBlocks = num_blocks;
+    args.maxPages = max_pages;
     args.stream = stream;
     return handle.runtime->runDecode(*handle.kernel, args);
   });

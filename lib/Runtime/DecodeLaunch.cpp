@@ -2,8 +2,9 @@
 //
 // Everything a host can get wrong is checked here, before anything reaches
 // the device. What lives only in device memory (seq_lens against the pages
-// of the block table, page ids against the cache) is not: DecodeArgs::checked
-// reserves a mode that will check it there.
+// of the block table, page ids against the cache) is checked by the kernel
+// in checked mode (DecodeArgs::checked), which records the first violation
+// in error_flags; checkDecodeErrors turns a host copy of those into a Status.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 
 namespace mlagen {
 namespace {
@@ -36,11 +38,6 @@ Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
     return Status(StatusCode::Internal,
                   "the decode code object for '" + sig.canonical() +
                       "' lacks its geometry or its reduce entry");
-  if (args.checked)
-    return Status(StatusCode::Unsupported,
-                  "checked decode is reserved for a later release: seq_lens "
-                  "against the block table's pages can only be checked on "
-                  "the device");
   if (args.batch < 0)
     return invalidArgument("batch must be >= 0 (got " +
                            std::to_string(args.batch) + ")");
@@ -68,6 +65,26 @@ Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
   if (args.blockTableStride < 1)
     return invalidArgument("block_table_stride must be > 0 (got " +
                            std::to_string(args.blockTableStride) + ")");
+
+  int maxPages = 0;
+  if (args.checked) {
+    if (!args.errorFlags)
+      return invalidArgument("checked decode needs error_flags (" +
+                             std::to_string(kDecodeErrorFlagInts) +
+                             " zeroed device ints)");
+    if (reinterpret_cast<uintptr_t>(args.errorFlags) % 4 != 0)
+      return invalidArgument("error_flags must be 4-byte aligned");
+    if (args.numBlocks < 1 || args.numBlocks > INT32_MAX)
+      return invalidArgument("checked decode needs num_blocks, the pages in "
+                             "the cache, in [1, 2^31) (got " +
+                             std::to_string(args.numBlocks) + ")");
+    if (args.maxPages < 0 || args.maxPages > args.blockTableStride)
+      return invalidArgument("max_pages must be in [0, block_table_stride " +
+                             std::to_string(args.blockTableStride) +
+                             "], 0 meaning block_table_stride (got " +
+                             std::to_string(args.maxPages) + ")");
+    maxPages = args.maxPages ? args.maxPages : args.blockTableStride;
+  }
 
   float *lse = sig.returnLSE ? args.lse : nullptr;
   struct Pointer {
@@ -169,7 +186,10 @@ Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
                 args.blockTableStride,
                 args.batch,
                 args.softmaxScale,
-                fp8Cache ? args.kvScale : 1.0f};
+                fp8Cache ? args.kvScale : 1.0f,
+                args.checked ? args.errorFlags : nullptr,
+                args.checked ? static_cast<int>(args.numBlocks) : 0,
+                maxPages};
 
   const int64_t rows = int64_t(sig.qLen) * code.paddedHeads;
   const KernelEntry &reduce = code.extraEntries[0];
@@ -185,6 +205,36 @@ Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
   out.reduce.threadsPerBlock = static_cast<unsigned>(reduce.threadsPerBlock);
   out.reduce.sharedBytes = static_cast<unsigned>(reduce.sharedBytes);
   return Status::ok();
+}
+
+Status checkDecodeErrors(const int *flags) {
+  if (!flags)
+    return invalidArgument("checkDecodeErrors: flags is null");
+  const int code = flags[0];
+  if (code == 0)
+    return Status::ok();
+  const std::string request = "request " + std::to_string(flags[1]) + ": ";
+  const int64_t pageSize = flags[6] > 0 ? flags[6] : 1;
+  if (code == kDecodeErrorSeqLen) {
+    const int64_t seqLen = flags[2];
+    if (seqLen < 0)
+      return invalidArgument(request + "seq_len " + std::to_string(seqLen) +
+                             " is negative");
+    return invalidArgument(
+        request + "seq_len " + std::to_string(seqLen) + " needs " +
+        std::to_string(ceilDiv(seqLen, pageSize)) + " pages of " +
+        std::to_string(pageSize) + " keys, block table has " +
+        std::to_string(flags[4]));
+  }
+  if (code == kDecodeErrorPage)
+    return invalidArgument(request + "block table entry " +
+                           std::to_string(flags[2]) + " (page " +
+                           std::to_string(flags[3]) +
+                           ") is outside the cache (" +
+                           std::to_string(flags[5]) + " blocks)");
+  return Status(StatusCode::Internal,
+                "decode error flags hold an unknown code " +
+                    std::to_string(code));
 }
 
 } // namespace mlagen

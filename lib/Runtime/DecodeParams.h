@@ -31,6 +31,11 @@ struct DecodeParams {
   int batch;
   float softmax_scale;
   float kv_scale; // fp8 cache: dequantised = kv_scale * stored; else ignored
+  // Checked mode (DecodeArgs::checked): kDecodeErrorFlagInts device ints the
+  // kernel records the first bad request in; null: unchecked.
+  int *error_flags;
+  int num_blocks; // pages in the cache (checked mode)
+  int max_pages;  // pages of a block-table row (checked mode)
 };
 
 static_assert(sizeof(void *) == 8 && sizeof(long long) == 8,
@@ -58,7 +63,10 @@ static_assert(offsetof(DecodeParams, block_table_stride) == 152);
 static_assert(offsetof(DecodeParams, batch) == 156);
 static_assert(offsetof(DecodeParams, softmax_scale) == 160);
 static_assert(offsetof(DecodeParams, kv_scale) == 164);
-static_assert(sizeof(DecodeParams) == 168);
+static_assert(offsetof(DecodeParams, error_flags) == 168);
+static_assert(offsetof(DecodeParams, num_blocks) == 176);
+static_assert(offsetof(DecodeParams, max_pages) == 180);
+static_assert(sizeof(DecodeParams) == 184);
 
 } // namespace mlagen
 

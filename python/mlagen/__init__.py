@@ -66,6 +66,10 @@ _lib.mlagen_decode_run.argtypes = [
     ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
     ctypes.POINTER(ctypes.c_int64), ctypes.c_float, ctypes.c_float, ctypes.c_void_p]
+_lib.mlagen_decode_run_checked.argtypes = _lib.mlagen_decode_run.argtypes[:-1] + [
+    ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_void_p]
+_lib.mlagen_decode_error_check.argtypes = [ctypes.c_void_p]
+_DECODE_ERROR_FLAG_INTS = 8  # MLAGEN_DECODE_ERROR_FLAG_INTS
 _lib.mlagen_expand_page_indices_run.argtypes = [
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
@@ -158,7 +162,7 @@ class Kernel:
         self.fields = _signature_fields(signature)
 
     def decode(self, q, kv_cache, out, block_table, seq_lens, plan, softmax_scale,
-               lse=None, stream=None, kv_scale=1.0):
+               lse=None, stream=None, kv_scale=1.0, checked=False, max_pages=0):
         """One absorbed MLA decode step (templates/DECODE_CONTRACT.md): launches
         mlagen_decode, then mlagen_decode_reduce, reading only device memory, so
         it can be captured in a CUDA graph. plan: a DecodePlan of this kernel,
@@ -171,7 +175,14 @@ class Kernel:
         current. A kernel with kv=fp8e4m3 takes an fp8 e4m3 cache
         (torch.float8_e4m3fn on NVIDIA and gfx950, float8_e4m3fnuz on gfx942,
         or its raw uint8 bytes) with q and out bf16; kv_scale is the cache's
-        per-tensor scale (key and value = kv_scale * stored)."""
+        per-tensor scale (key and value = kv_scale * stored).
+
+        checked=True: the kernel also verifies on the device that seq_lens[b]
+        <= max_pages * page (max_pages 0: block_table's row stride) and that
+        every page id it reads is in [0, kv_cache.shape[0]); a bad request
+        reads nothing of the cache and gets zeros (LSE -inf), and the first
+        violation is recorded in plan.error_flags (never read back here).
+        After synchronising, plan.check() raises mlagen.Error naming it."""
         import torch
         if self.fields["op"] != "decode":
             raise ValueError(f"decode() needs a decode kernel, not {self.fields['op']}")
@@ -220,12 +231,14 @@ class Kernel:
         strides = (ctypes.c_int64 * 8)(q.stride(0), q.stride(1), q.stride(2),
                                        out.stride(0), out.stride(1), out.stride(2),
                                        kv_cache.stride(0), kv_cache.stride(1))
-        _check(_lib.mlagen_decode_run(
+        flags = plan.error_flags.data_ptr() if checked else None
+        _check(_lib.mlagen_decode_run_checked(
             plan._handle, q.data_ptr(), kv_cache.data_ptr(), out.data_ptr(),
             lse.data_ptr() if lse is not None else None, block_table.data_ptr(),
             block_table.stride(0), seq_lens.data_ptr(), plan.plan.data_ptr(),
             plan.partial_out.data_ptr(), plan.partial_lse.data_ptr(), batch, q.shape[1],
             q.shape[2], strides, float(softmax_scale), float(kv_scale),
+            flags, kv_cache.shape[0] if checked else 0, int(max_pages) if checked else 0,
             _current_stream(stream)))
 
     def expand_page_indices(self, block_table, cu_seqlens, slots, max_seqlen,
@@ -511,6 +524,21 @@ class DecodePlan:
         self.partial_lse = torch.empty(partial_lse, dtype=torch.float32, device=device)
         self.batch = 0
         self.num_work = 0
+        # Checked decode's flags (zeroed; they never move, so a checked decode
+        # can be captured in a CUDA graph too).
+        self.error_flags = torch.zeros(_DECODE_ERROR_FLAG_INTS, dtype=torch.int32, device=device)
+
+    def check(self, clear=True):
+        """After a checked kernel.decode() and a sync by the caller (this
+        copies the flags to the host, which waits only for work already
+        queued): raises mlagen.Error naming the first bad request, if any.
+        clear: zero the flags afterwards so the next step starts clean."""
+        host = self.error_flags.cpu().contiguous()
+        try:
+            _check(_lib.mlagen_decode_error_check(host.data_ptr()))
+        finally:
+            if clear and int(host[0]) != 0:
+                self.error_flags.zero_()
 
     def update(self, seq_lens):
         """Plans a step for seq_lens (host values: a list or a CPU tensor; a

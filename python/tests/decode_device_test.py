@@ -11,7 +11,10 @@ once and replayed with new plans equals eager runs; a batch-invariant kernel
 gives a request the same bits alone and in other batches on other SM counts;
 an fp8 e4m3 cache with a per-tensor kv_scale (heads 16 and 128, pages 1 and
 64, q_len 1 and 4), held to the same rule against the fp32 reference computed
-from the dequantised cache (kv_scale * float(stored)).
+from the dequantised cache (kv_scale * float(stored)); checked mode: a
+seq_len longer than its block-table row and a table entry past the cache are
+reported by plan.check() with the request named, that request gets zeros and
+LSE -inf, and the other requests are bit-identical to an unchecked run.
 """
 import json
 import math
@@ -170,6 +173,66 @@ def graph_case(rt, arch):
     return results
 
 
+def checked_case(rt, arch, num_sms, bad, q_len=1, page=64):
+    """Checked mode: request 3 of a ragged batch is bad (bad="seq_len": longer
+    than its block-table row holds; bad="page": a table entry past the cache;
+    bad=None: nothing wrong). The step must not crash, request 3 must get zeros
+    and LSE -inf, the others their fp32-reference answers (and, where the plan
+    is unchanged, the unchecked run's exact bits), and plan.check()
+    must raise mlagen.Error with the message naming request 3 (or, when
+    nothing is wrong, not raise and change nothing)."""
+    heads, victim = 16, 3
+    seq_lens = [1, 17, 300, 4096, 16384, 64, 2, 1000]
+    kernel = rt.kernel(signature(arch, heads, q_len, page))
+    q, kv, table, lens = make_inputs(seq_lens, heads, q_len, page, seed=31)
+    num_blocks, width = kv.shape[0], table.shape[1]
+    bad_lens = list(seq_lens)
+    if bad == "seq_len":
+        bad_lens[victim] = width * page + 5
+        expected = (f"request {victim}: seq_len {bad_lens[victim]} needs {width + 1} pages of "
+                    f"{page} keys, block table has {width}")
+    elif bad == "page":
+        table[victim, 1] = num_blocks + 9999
+        expected = (f"request {victim}: block table entry {num_blocks + 9999} (page 1) is "
+                    f"outside the cache ({num_blocks} blocks)")
+    else:
+        expected = None
+    plan = mlagen.DecodePlan(kernel, max_batch=len(seq_lens), num_sms=num_sms)
+    good_lens = torch.tensor(seq_lens, dtype=torch.int32, device=DEV)
+    ref_out, ref_lse = run(kernel, plan, q, kv, table.clamp_max(num_blocks - 1), good_lens)
+    torch.cuda.synchronize()
+    plan.update(bad_lens)
+    out = torch.full((*q.shape[:3], V), float("nan"), device=DEV, dtype=q.dtype)
+    lse = torch.full(q.shape[:3], float("nan"), device=DEV)
+    kernel.decode(q, kv, out, table, torch.tensor(bad_lens, dtype=torch.int32, device=DEV),
+                  plan, SCALE, lse=lse, checked=True)
+    torch.cuda.synchronize()
+    message = None
+    try:
+        plan.check()
+    except mlagen.Error as e:
+        message = e.message
+    others = [b for b in range(len(seq_lens)) if b != victim or bad is None]
+    # The other requests: within the numerics rule of the fp32 reference, and
+    # bit-identical to the unchecked run when the plan is the same (a longer
+    # seq_len re-chunks every request, which changes the summation order).
+    good_table = table.clamp_max(num_blocks - 1)
+    fp32_out, fp32_lse = reference(q, kv, good_table, good_lens, page)
+    others_close = compare(out[others], lse[others], fp32_out[others], fp32_lse[others])["ok"]
+    others_equal = others_close and (bad == "seq_len" or bool(
+        torch.equal(out[others], ref_out[others]) and torch.equal(lse[others], ref_lse[others])))
+    victim_zero = True if bad is None else bool(
+        torch.equal(out[victim].float(), torch.zeros_like(out[victim].float())) and
+        bool((lse[victim] == float("-inf")).all()))
+    cleared = int(plan.error_flags.abs().sum()) == 0
+    ok = message == expected and others_equal and victim_zero and cleared
+    return dict(case=f"checked-{bad or 'valid'}", signature=kernel.signature,
+                seq_lens=bad_lens, num_sms=num_sms, work_items=plan.num_work,
+                message=message, expected=expected, others_within_tolerance=others_close,
+                others_ok=others_equal,
+                bad_request_zeros_neg_inf_lse=victim_zero, flags_cleared=cleared, ok=ok)
+
+
 def invariance_case(rt, arch):
     """A request's bits with a batch-invariant kernel: alone, then inside other
     batches planned for other SM counts."""
@@ -239,6 +302,11 @@ def main():
         report(r)
     for r in invariance_case(rt, arch):
         report(r)
+    # Checked mode: valid input, seq_len past the table, a page past the cache
+    # (split plans, so the reduce sees the bad request's empty slots too).
+    for bad in (None, "seq_len", "page"):
+        report(checked_case(rt, arch, num_sms, bad))
+    report(checked_case(rt, arch, num_sms, "page", q_len=4, page=16))
 
     out_dir = os.environ.get("OUT", "/tmp")
     with open(os.path.join(out_dir, "decode_numerics.json"), "w") as f:

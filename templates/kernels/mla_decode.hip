@@ -31,6 +31,9 @@ struct mlagen_decode_params {
   int batch;
   float softmax_scale;
   float kv_scale; // fp8 cache (kCacheDType 1): dequantised key = kv_scale * stored; else ignored
+  int *error_flags; // checked mode: 8 ints, the first bad request; null: unchecked
+  int num_blocks;   // checked mode: pages in the cache
+  int max_pages;    // checked mode: pages of a block-table row
 };
 
 namespace mlagen {
@@ -130,6 +133,53 @@ struct Job {
   }
 };
 
+// Checked mode (DECODE_CONTRACT.md, "Checked mode"): seq_len must fit the
+// block-table row and every page id it covers must be inside the cache.
+// Every thread of every item of the request scans the same entries (the
+// decision needs no barrier and is the same in all of the request's items);
+// one thread records the first violation seen in error_flags.
+enum { kDecodeErrorSeqLen = 1, kDecodeErrorPage = 2 };
+
+MLAGEN_DEVICE void record_decode_error(const mlagen_decode_params &p, int code, int batch, int value, int page) {
+  if (thread_index() != 0 || block_index_y() != 0)
+    return;
+  int *flags = p.error_flags;
+#if MLAGEN_TARGET_NVIDIA
+  const bool first = atomicCAS(flags, 0, code) == 0;
+#else
+  int expected = 0;
+  const bool first = __atomic_compare_exchange_n(flags, &expected, code, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+#endif
+  if (!first)
+    return;
+  flags[1] = batch;
+  flags[2] = value;
+  flags[3] = page;
+  flags[4] = p.max_pages;
+  flags[5] = p.num_blocks;
+  flags[6] = kPageSize;
+}
+
+// 0 when request `batch` may be read, else its error code, with the bad
+// value and page index. Uniform: every thread reads the same entries.
+MLAGEN_DEVICE int check_request(const mlagen_decode_params &p, int batch, int seq_len, int &value, int &page) {
+  value = seq_len;
+  page = 0;
+  if (seq_len < 0 || (long long)seq_len > (long long)p.max_pages * kPageSize)
+    return kDecodeErrorSeqLen;
+  const int *row = p.block_table + (long long)batch * p.block_table_stride;
+  const int pages = (seq_len + kPageSize - 1) / kPageSize;
+  for (int i = 0; i < pages; ++i) {
+    const int entry = row[i];
+    if ((unsigned)entry >= (unsigned)p.num_blocks) {
+      value = entry;
+      page = i;
+      return kDecodeErrorPage;
+    }
+  }
+  return 0;
+}
+
 // Reads the block's work item; false if the block has none.
 MLAGEN_DEVICE bool load_job(const mlagen_decode_params &p, Job &job) {
   const int index = block_index_x();
@@ -141,6 +191,21 @@ MLAGEN_DEVICE bool load_job(const mlagen_decode_params &p, Job &job) {
   job.key_end = item[2];
   job.slot = item[3];
   job.seq_len = p.seq_lens[job.batch];
+  if (p.error_flags) {
+    int value, page;
+    int code = check_request(p, job.batch, job.seq_len, value, page);
+#if MLAGEN_TARGET_CDNA
+    code = __builtin_amdgcn_readfirstlane(code); // uniform: keep the job in SGPRs
+#endif
+    if (code != 0) {
+      // Read nothing of the cache: the request's rows get zeros and LSE
+      // -inf, as for seq_len 0 (every item of the request decides alike).
+      record_decode_error(p, code, job.batch, value, page);
+      job.seq_len = 0;
+      job.key_begin = 0;
+      job.key_end = 0;
+    }
+  }
   job.row0 = block_index_y() * kHeadsPerBlock;
   job.block_end = max_int(job.key_begin, job.row_end(job.row0 + kHeadsPerBlock - 1));
   job.mask_from = job.row_end(job.row0);

@@ -200,6 +200,10 @@ TEST_CASE("runDecode launches decode then reduce with one parameter block",
     CHECK(p.batch == 3);
     CHECK(p.softmax_scale == args.softmaxScale);
     CHECK(p.kv_scale == 1.0f);
+    // Unchecked: the kernel's one branch sees a null error_flags.
+    CHECK(p.error_flags == nullptr);
+    CHECK(p.num_blocks == 0);
+    CHECK(p.max_pages == 0);
   }
 
   SECTION("explicit strides and lse pass through") {
@@ -327,13 +331,63 @@ TEST_CASE("runDecode launches decode then reduce with one parameter block",
     CHECK(fake.log->launches.empty());
   }
 
-  SECTION("the checked mode is reserved") {
+  SECTION("checked mode passes the flags, the cache and the table width") {
     DecodeArgs args = someDecodeArgs(sig, planner);
     args.checked = true;
-    Status status = fake.runtime->runDecode(*kernel, args);
-    CHECK(status.code() == StatusCode::Unsupported);
-    CHECK_THAT(status.message(), Catch::Contains("only be checked on the "
-                                                 "device"));
+    args.errorFlags = fakeAddress<int>(0xA0000);
+    args.numBlocks = 4096;
+    REQUIRE(fake.runtime->runDecode(*kernel, args));
+    REQUIRE(fake.log->launches.size() == 2);
+    const DecodeParams &p = fake.log->launches[0].params;
+    CHECK(p.error_flags == args.errorFlags);
+    CHECK(p.num_blocks == 4096);
+    CHECK(p.max_pages == 100); // the block table stride
+    CHECK(std::memcmp(&p, &fake.log->launches[1].params,
+                      sizeof(DecodeParams)) == 0);
+
+    fake.log->launches.clear();
+    args.maxPages = 64;
+    REQUIRE(fake.runtime->runDecode(*kernel, args));
+    CHECK(fake.log->launches.at(0).params.max_pages == 64);
+
+    // Flags given without checked are not passed: unchecked stays unchecked.
+    fake.log->launches.clear();
+    args.checked = false;
+    REQUIRE(fake.runtime->runDecode(*kernel, args));
+    CHECK(fake.log->launches.at(0).params.error_flags == nullptr);
+  }
+
+  SECTION("checked mode needs its flags and the cache size") {
+    DecodeArgs good = someDecodeArgs(sig, planner);
+    good.checked = true;
+    good.errorFlags = fakeAddress<int>(0xA0000);
+    good.numBlocks = 4096;
+    auto rejection = [&](const DecodeArgs &args) {
+      Status status = fake.runtime->runDecode(*kernel, args);
+      CHECK(status.code() == StatusCode::InvalidArgument);
+      return status.message();
+    };
+    DecodeArgs args = good;
+    args.errorFlags = nullptr;
+    CHECK_THAT(rejection(args),
+               Catch::StartsWith("checked decode needs error_flags (8 zeroed"));
+    args = good;
+    args.errorFlags = reinterpret_cast<int *>(0xA0002);
+    CHECK_THAT(rejection(args), Catch::StartsWith("error_flags must be 4-byte"));
+    for (int64_t blocks : {int64_t(0), int64_t(-1), int64_t(1) << 31}) {
+      args = good;
+      args.numBlocks = blocks;
+      CHECK_THAT(rejection(args),
+                 Catch::StartsWith("checked decode needs num_blocks"));
+    }
+    for (int pages : {-1, 101}) {
+      args = good;
+      args.maxPages = pages;
+      CHECK_THAT(rejection(args),
+                 Catch::StartsWith("max_pages must be in [0, "
+                                   "block_table_stride 100]"));
+    }
+    CHECK(fake.log->launches.empty());
   }
 
   SECTION("ops do not mix, nor do runtimes") {
@@ -562,5 +616,45 @@ TEST_CASE("the decode template declares the parameter block runDecode passes",
             "intbatch",
             "floatsoftmax_scale",
             "floatkv_scale",
+            "int*error_flags",
+            "intnum_blocks",
+            "intmax_pages",
         });
+}
+
+TEST_CASE("checked decode's flags become a message", "[decode-runtime]") {
+  int none[kDecodeErrorFlagInts] = {};
+  CHECK(checkDecodeErrors(none));
+  CHECK(checkDecodeErrors(nullptr).code() == StatusCode::InvalidArgument);
+
+  // [code, request, value, page index, max_pages, num_blocks, page_size, 0]
+  const int seqLen[kDecodeErrorFlagInts] = {kDecodeErrorSeqLen, 3, 5000, 0,
+                                            64, 4096, 64, 0};
+  Status status = checkDecodeErrors(seqLen);
+  CHECK(status.code() == StatusCode::InvalidArgument);
+  CHECK(status.message() ==
+        "request 3: seq_len 5000 needs 79 pages of 64 keys, block table has "
+        "64");
+
+  const int negative[kDecodeErrorFlagInts] = {kDecodeErrorSeqLen, 0, -2, 0,
+                                              64, 4096, 64, 0};
+  CHECK(checkDecodeErrors(negative).message() ==
+        "request 0: seq_len -2 is negative");
+
+  const int page[kDecodeErrorFlagInts] = {kDecodeErrorPage, 3, 9999, 7,
+                                          64, 4096, 64, 0};
+  CHECK(checkDecodeErrors(page).message() ==
+        "request 3: block table entry 9999 (page 7) is outside the cache "
+        "(4096 blocks)");
+
+  const int unknown[kDecodeErrorFlagInts] = {42};
+  CHECK(checkDecodeErrors(unknown).code() == StatusCode::Internal);
+
+  // The C API: 0, or the status code with the message in mlagen_last_error.
+  CHECK(mlagen_decode_error_check(none) == MLAGEN_OK);
+  CHECK(mlagen_decode_error_check(page) == MLAGEN_INVALID_ARGUMENT);
+  CHECK(std::string(mlagen_last_error()) ==
+        "request 3: block table entry 9999 (page 7) is outside the cache "
+        "(4096 blocks)");
+  CHECK(MLAGEN_DECODE_ERROR_FLAG_INTS == kDecodeErrorFlagInts);
 }

@@ -119,6 +119,20 @@ struct PrefillArgs {
   void *stream = nullptr;    // cudaStream_t or hipStream_t; null: default
 };
 
+// Checked decode's error flags (templates/DECODE_CONTRACT.md, "Checked
+// mode"): [code, request, value, page index, max_pages, num_blocks,
+// page_size, 0]; code 0 means no error.
+constexpr int kDecodeErrorFlagInts = 8;
+enum DecodeErrorCode : int {
+  kDecodeErrorNone = 0,
+  kDecodeErrorSeqLen = 1, // value = seq_len
+  kDecodeErrorPage = 2,   // value = the block-table entry
+};
+// Ok when `hostFlags` (a host copy of DecodeArgs::errorFlags, taken after
+// the decode finished) hold no error, else InvalidArgument naming the
+// request and the rule it broke. Never touches the device.
+Status checkDecodeErrors(const int *hostFlags);
+
 // One absorbed MLA decode step (templates/DECODE_CONTRACT.md). Pointers are
 // device memory, strides are in elements; 0 selects the contiguous stride.
 struct DecodeArgs {
@@ -152,10 +166,17 @@ struct DecodeArgs {
   // fp8 e4m3 cache (signature kv=fp8e4m3): the per-tensor scale, key and
   // value = kv_scale * stored value; finite and > 0. Ignored by 16-bit caches.
   float kvScale = 1.0f;
-  // Reserved for a checked mode that verifies on the device what the host
-  // cannot see without a sync (seq_lens against the pages of block_table,
-  // page ids against the cache). Not implemented: true gives Unsupported.
+  // Checked mode: the kernel verifies on the device what the host cannot
+  // see without a sync: seq_lens[b] <= maxPages * page_size and every page id
+  // it reads in [0, numBlocks). A bad request reads nothing of the cache, its
+  // rows get zeros and LSE -inf, and the first violation is recorded in
+  // errorFlags (kDecodeErrorFlagInts device ints the caller zeroes and keeps
+  // zeroed between steps; they are never read back by the runtime). After
+  // the caller's own sync, checkDecodeErrors(host copy) reports it.
   bool checked = false;
+  int *errorFlags = nullptr; // device, int [kDecodeErrorFlagInts]
+  int64_t numBlocks = 0;     // pages in the cache; required when checked
+  int maxPages = 0;          // pages per block-table row; 0: blockTableStride
   void *stream = nullptr; // cudaStream_t or hipStream_t; null: default
 };
 
