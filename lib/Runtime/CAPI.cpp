@@ -61,6 +61,19 @@ template <typename Call> int guarded(Call call) {
   }
 }
 
+// The C++ kernel behind a C handle, and the Runtime that owns it.
+Status resolveKernel(const mlagen_kernel *handle, const Kernel *&kernel,
+                     Runtime *&runtime) {
+  if (!handle)
+    return Status(StatusCode::InvalidArgument, "kernel is null");
+  kernel = reinterpret_cast<const Kernel *>(handle);
+  runtime = owningRuntime(*kernel);
+  if (!runtime)
+    return Status(StatusCode::InvalidArgument,
+                  "kernel is not a handle from mlagen_get_kernel");
+  return Status::ok();
+}
+
 Status parseAndValidate(const char *text, Signature &sig) {
   if (!text)
     return Status(StatusCode::InvalidArgument, "signature is null");
@@ -200,13 +213,11 @@ int mlagen_prefill_run(const mlagen_kernel *kernel, const void *q,
                        int batch, int max_seqlen_q, const int64_t *strides,
                        float softmax_scale, void *stream) {
   return guarded([&]() -> Status {
-    if (!kernel)
-      return Status(StatusCode::InvalidArgument, "kernel is null");
-    const Kernel &cxxKernel = *reinterpret_cast<const Kernel *>(kernel);
-    Runtime *runtime = owningRuntime(cxxKernel);
-    if (!runtime)
-      return Status(StatusCode::InvalidArgument,
-                    "kernel is not a handle from mlagen_get_kernel");
+    const Kernel *resolved = nullptr;
+    Runtime *runtime = nullptr;
+    if (Status status = resolveKernel(kernel, resolved, runtime); !status)
+      return status;
+    const Kernel &cxxKernel = *resolved;
     PrefillArgs args;
     args.q = q;
     args.k = k;
@@ -241,13 +252,11 @@ int mlagen_merge_attn_states_run(const mlagen_kernel *kernel,
                                  int head_dim, const int64_t *strides,
                                  void *stream) {
   return guarded([&]() -> Status {
-    if (!kernel)
-      return Status(StatusCode::InvalidArgument, "kernel is null");
-    const Kernel &cxxKernel = *reinterpret_cast<const Kernel *>(kernel);
-    Runtime *runtime = owningRuntime(cxxKernel);
-    if (!runtime)
-      return Status(StatusCode::InvalidArgument,
-                    "kernel is not a handle from mlagen_get_kernel");
+    const Kernel *resolved = nullptr;
+    Runtime *runtime = nullptr;
+    if (Status status = resolveKernel(kernel, resolved, runtime); !status)
+      return status;
+    const Kernel &cxxKernel = *resolved;
     MergeAttnStatesArgs args;
     args.prefixOut = prefix_out;
     args.prefixLse = prefix_lse;
@@ -280,13 +289,11 @@ int mlagen_expand_page_indices_run(const mlagen_kernel *kernel,
                                    const int32_t *seq_starts, int32_t *slots,
                                    int batch, int max_seqlen, void *stream) {
   return guarded([&]() -> Status {
-    if (!kernel)
-      return Status(StatusCode::InvalidArgument, "kernel is null");
-    const Kernel &cxxKernel = *reinterpret_cast<const Kernel *>(kernel);
-    Runtime *runtime = owningRuntime(cxxKernel);
-    if (!runtime)
-      return Status(StatusCode::InvalidArgument,
-                    "kernel is not a handle from mlagen_get_kernel");
+    const Kernel *resolved = nullptr;
+    Runtime *runtime = nullptr;
+    if (Status status = resolveKernel(kernel, resolved, runtime); !status)
+      return status;
+    const Kernel &cxxKernel = *resolved;
     ExpandPageIndicesArgs args;
     args.blockTable = block_table;
     args.blockTableStride = block_table_stride;
@@ -305,13 +312,11 @@ int mlagen_kv_cache_write_run(const mlagen_kernel *kernel, const void *kv_c,
                               const int32_t *slot_mapping, int num_tokens,
                               const int64_t *strides, void *stream) {
   return guarded([&]() -> Status {
-    if (!kernel)
-      return Status(StatusCode::InvalidArgument, "kernel is null");
-    const Kernel &cxxKernel = *reinterpret_cast<const Kernel *>(kernel);
-    Runtime *runtime = owningRuntime(cxxKernel);
-    if (!runtime)
-      return Status(StatusCode::InvalidArgument,
-                    "kernel is not a handle from mlagen_get_kernel");
+    const Kernel *resolved = nullptr;
+    Runtime *runtime = nullptr;
+    if (Status status = resolveKernel(kernel, resolved, runtime); !status)
+      return status;
+    const Kernel &cxxKernel = *resolved;
     KVCacheWriteArgs args;
     args.kvC = kv_c;
     args.kPe = k_pe;

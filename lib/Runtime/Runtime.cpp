@@ -210,6 +210,14 @@ public:
                          const KVCacheWriteArgs &args) override;
 
 private:
+  // `kernel` as this Runtime loaded it, or an error naming the mix-up.
+  Status owned(const Kernel &kernel, const LoadedKernel *&out) const;
+  // The one-launch ops: `prepare` checks `args` and fills the parameter
+  // block, or says there is nothing to do.
+  template <class Launch, class Args>
+  Status launchOne(const Kernel &kernel, const Args &args,
+                   Status (*prepare)(const Signature &, const CodeObject &,
+                                     const Args &, Launch &, bool &));
   Status openBundles();
   void addBundle(std::shared_ptr<const PrebuiltKernels> bundle);
   bool findPrebuilt(const Signature &sig, CodeObject &code);
@@ -476,9 +484,9 @@ Status RuntimeImpl::build(const Signature &sig, DeviceCompiler &compiler,
 }
 
 Status RuntimeImpl::runDecode(const Kernel &kernel, const DecodeArgs &args) {
-  auto *loaded = dynamic_cast<const LoadedKernel *>(&kernel);
-  if (!loaded || &loaded->owner() != this)
-    return invalidArgument("kernel was not returned by this Runtime");
+  const LoadedKernel *loaded = nullptr;
+  if (Status status = owned(kernel, loaded); !status)
+    return status;
   DecodeLaunch launch;
   bool empty = false;
   if (Status status = prepareDecodeLaunch(
@@ -500,58 +508,53 @@ Status RuntimeImpl::runDecode(const Kernel &kernel, const DecodeArgs &args) {
                           kernelArgs);
 }
 
-Status RuntimeImpl::runMergeAttnStates(const Kernel &kernel,
-                                       const MergeAttnStatesArgs &args) {
-  auto *loaded = dynamic_cast<const LoadedKernel *>(&kernel);
-  if (!loaded || &loaded->owner() != this)
+Status RuntimeImpl::owned(const Kernel &kernel,
+                          const LoadedKernel *&out) const {
+  out = dynamic_cast<const LoadedKernel *>(&kernel);
+  if (!out || &out->owner() != this)
     return invalidArgument("kernel was not returned by this Runtime");
-  MergeAttnStatesLaunch launch;
+  return Status::ok();
+}
+
+template <class Launch, class Args>
+Status RuntimeImpl::launchOne(const Kernel &kernel, const Args &args,
+                              Status (*prepare)(const Signature &,
+                                                const CodeObject &,
+                                                const Args &, Launch &,
+                                                bool &)) {
+  const LoadedKernel *loaded = nullptr;
+  if (Status status = owned(kernel, loaded); !status)
+    return status;
+  Launch launch;
   bool empty = false;
-  if (Status status = prepareMergeAttnStatesLaunch(
-          loaded->signature(), loaded->codeObject(), args, launch, empty);
+  if (Status status = prepare(loaded->signature(), loaded->codeObject(), args,
+                              launch, empty);
       !status || empty)
     return status;
   void *kernelArgs[] = {&launch.params};
   return backend_->launch(loaded->function(), launch.geometry, args.stream,
                           kernelArgs);
+}
+
+Status RuntimeImpl::runMergeAttnStates(const Kernel &kernel,
+                                       const MergeAttnStatesArgs &args) {
+  return launchOne(kernel, args, &prepareMergeAttnStatesLaunch);
 }
 
 Status RuntimeImpl::runExpandPageIndices(const Kernel &kernel,
                                          const ExpandPageIndicesArgs &args) {
-  auto *loaded = dynamic_cast<const LoadedKernel *>(&kernel);
-  if (!loaded || &loaded->owner() != this)
-    return invalidArgument("kernel was not returned by this Runtime");
-  ExpandPageIndicesLaunch launch;
-  bool empty = false;
-  if (Status status = prepareExpandPageIndicesLaunch(
-          loaded->signature(), loaded->codeObject(), args, launch, empty);
-      !status || empty)
-    return status;
-  void *kernelArgs[] = {&launch.params};
-  return backend_->launch(loaded->function(), launch.geometry, args.stream,
-                          kernelArgs);
+  return launchOne(kernel, args, &prepareExpandPageIndicesLaunch);
 }
 
 Status RuntimeImpl::runKVCacheWrite(const Kernel &kernel,
                                     const KVCacheWriteArgs &args) {
-  auto *loaded = dynamic_cast<const LoadedKernel *>(&kernel);
-  if (!loaded || &loaded->owner() != this)
-    return invalidArgument("kernel was not returned by this Runtime");
-  KVCacheWriteLaunch launch;
-  bool empty = false;
-  if (Status status = prepareKVCacheWriteLaunch(
-          loaded->signature(), loaded->codeObject(), args, launch, empty);
-      !status || empty)
-    return status;
-  void *kernelArgs[] = {&launch.params};
-  return backend_->launch(loaded->function(), launch.geometry, args.stream,
-                          kernelArgs);
+  return launchOne(kernel, args, &prepareKVCacheWriteLaunch);
 }
 
 Status RuntimeImpl::runPrefill(const Kernel &kernel, const PrefillArgs &args) {
-  auto *loaded = dynamic_cast<const LoadedKernel *>(&kernel);
-  if (!loaded || &loaded->owner() != this)
-    return invalidArgument("kernel was not returned by this Runtime");
+  const LoadedKernel *loaded = nullptr;
+  if (Status status = owned(kernel, loaded); !status)
+    return status;
   const Signature &sig = loaded->signature();
   const CodeObject &code = loaded->codeObject();
   if (sig.op != OpKind::Prefill)
