@@ -128,15 +128,19 @@ MLAGEN_C_EXPORT int mlagen_expand_page_indices_run(
     void *stream);
 
 /* MLA KV-cache write: for token t with slot = slot_mapping[t] >= 0 (-1
- * skips), cache row (slot / page, slot % page) = kv_c[t] ++ k_pe[t].
- * Device pointers: kv_c [num_tokens, v], k_pe [num_tokens, qk - v],
- * kv_cache [num_blocks, page, qk] of the kernel's kv type, slot_mapping
- * int32. strides: NULL or 4 element strides kv_c_token, k_pe_token,
- * cache_block, cache_token; 0 means contiguous. Does not wait for the GPU. */
+ * skips), cache row (slot / page, slot % page) = kv_c[t] ++ k_pe[t]; an fp8
+ * cache (kv=fp8e4m3) stores fp8(x / *scale), rounded to nearest even and
+ * saturated at the largest finite value (vLLM's concat_and_cache_mla).
+ * Device pointers: kv_c [num_tokens, v], k_pe [num_tokens, qk - v] of the
+ * kernel's in type, kv_cache [num_blocks, page, qk] of its kv type,
+ * slot_mapping int32 or int64 (slot_mapping_bits 32 or 64), scale fp32 [1]
+ * (fp8 cache; NULL otherwise). strides: NULL or 4 element strides
+ * kv_c_token, k_pe_token, cache_block, cache_token; 0 means contiguous.
+ * Does not wait for the GPU. */
 MLAGEN_C_EXPORT int mlagen_kv_cache_write_run(
     const mlagen_kernel *kernel, const void *kv_c, const void *k_pe,
-    void *kv_cache, const int32_t *slot_mapping, int num_tokens,
-    const int64_t *strides, void *stream);
+    void *kv_cache, const void *slot_mapping, int slot_mapping_bits,
+    const float *scale, int num_tokens, const int64_t *strides, void *stream);
 
 /* --- Absorbed MLA decode (templates/DECODE_CONTRACT.md) ------------------
  * A planner, made once per kernel and device, says how large the fixed
@@ -191,15 +195,16 @@ MLAGEN_C_EXPORT int mlagen_decode_plan(const mlagen_decode_planner *planner,
  * must equal the kernel's. strides: NULL or 8 element strides q_batch,
  * q_token, q_head, out_batch, out_token, out_head, kv_block, kv_token; 0
  * means contiguous. softmax_scale is required (DeepSeek-V3: 1/sqrt(192)).
- * kv_scale: an fp8 cache's per-tensor scale (dequantised = kv_scale *
- * stored; finite, > 0); 16-bit caches ignore it (pass 1). Does not wait for
- * the GPU. */
+ * q_scale: fp8 q's per-tensor scale (dequantised q = q_scale * stored;
+ * finite, > 0); 16-bit q ignores it (pass 1). kv_scale: an fp8 cache's
+ * per-tensor scale (dequantised = kv_scale * stored; finite, > 0); 16-bit
+ * caches ignore it (pass 1). Does not wait for the GPU. */
 MLAGEN_C_EXPORT int mlagen_decode_run(
     const mlagen_decode_planner *planner, const void *q, const void *kv_cache,
     void *out, float *lse, const int32_t *block_table, int block_table_stride,
     const int32_t *seq_lens, const int32_t *device_plan, float *partial_out,
     float *partial_lse, int batch, int q_len, int num_heads,
-    const int64_t *strides, float softmax_scale, float kv_scale, void *stream);
+    const int64_t *strides, float softmax_scale, float q_scale, float kv_scale, void *stream);
 
 /* mlagen_decode_run in checked mode (templates/DECODE_CONTRACT.md, "Checked
  * mode"): error_flags (MLAGEN_DECODE_ERROR_FLAG_INTS device int32, zeroed by
@@ -215,7 +220,7 @@ MLAGEN_C_EXPORT int mlagen_decode_run_checked(
     void *out, float *lse, const int32_t *block_table, int block_table_stride,
     const int32_t *seq_lens, const int32_t *device_plan, float *partial_out,
     float *partial_lse, int batch, int q_len, int num_heads,
-    const int64_t *strides, float softmax_scale, float kv_scale,
+    const int64_t *strides, float softmax_scale, float q_scale, float kv_scale,
     int32_t *error_flags, int64_t num_blocks, int max_pages, void *stream);
 
 /* 0 when host_flags (a host copy of a checked decode's error_flags) hold no

@@ -44,7 +44,25 @@ std::vector<Signature> defaultVariantSet(const std::vector<Arch> &archs) {
           sig.kvType = cache;
           sig.arch = arch;
           set.push_back(sig);
+          // fp8 q on the fp8 cache (its scale at run time), bf16 out.
+          if (cache == DType::FP8E4M3) {
+            sig.qType = DType::FP8E4M3;
+            set.push_back(sig);
+          }
         }
+  // The MLA KV-cache write feeding those caches: bf16, and bf16 quantised
+  // to fp8 e4m3 where the arch converts fp8.
+  for (Arch arch : archs)
+    for (DType cache : {DType::BF16, DType::FP8E4M3})
+      for (int pageSize : {64, 1}) {
+        if (cache == DType::FP8E4M3 && arch == Arch::GFX90A)
+          continue;
+        Signature sig = Signature::kvCacheWrite();
+        sig.pageSize = pageSize;
+        sig.kvType = cache;
+        sig.arch = arch;
+        set.push_back(sig);
+      }
   return set;
 }
 

@@ -136,20 +136,27 @@ OwningOpRef<ModuleOp> mlagen::buildVariantModule(MLIRContext &context,
     fixed.headDimQK = sig.headDimQK;
     fixed.headDimV = sig.headDimV;
     fixed.pageSize = sig.pageSize;
-    fixed.qType = fixed.kvType = fixed.outType = sig.kvType;
+    fixed.kvType = sig.kvType;
+    fixed.qType = fixed.outType = sig.qType;
     fixed.arch = sig.arch;
     if (!(fixed == sig)) {
       emitError(loc) << "a kv_cache_write signature sets only qk, v, page, "
-                        "kv and arch";
+                        "in, kv and arch";
       return nullptr;
     }
     OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
     OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
-    // qk is the cache row: latent (v) + rope.
+    // qk is the cache row: latent (v) + rope. in_type is printed only where
+    // it says something: an fp8 cache.
+    mla::DTypeAttr inType =
+        sig.kvType == DType::FP8E4M3
+            ? mla::DTypeAttr::get(&context, *qType)
+            : mla::DTypeAttr();
     mla::KVCacheWriteOp::create(
         builder, loc, /*sym_name=*/"kv_cache_write", sig.headDimV,
         sig.headDimQK - sig.headDimV, sig.pageSize,
-        mla::ArchAttr::get(&context, *arch), /*launch=*/nullptr, *kvType);
+        mla::ArchAttr::get(&context, *arch), /*launch=*/nullptr, inType,
+        *kvType);
     return module;
   }
   if (sig.op == OpKind::ExpandPageIndices) {
@@ -311,7 +318,8 @@ static Signature signatureOf(mla::KVCacheWriteOp op) {
   sig.headDimQK = op.getLatentDim() + op.getRopeDim();
   sig.headDimV = op.getLatentDim();
   sig.pageSize = op.getPageSize();
-  sig.qType = sig.kvType = sig.outType = fromMLA(op.getKvType());
+  sig.kvType = fromMLA(op.getKvType());
+  sig.qType = sig.outType = fromMLA(op.getInputType());
   return sig;
 }
 

@@ -309,7 +309,8 @@ int mlagen_expand_page_indices_run(const mlagen_kernel *kernel,
 
 int mlagen_kv_cache_write_run(const mlagen_kernel *kernel, const void *kv_c,
                               const void *k_pe, void *kv_cache,
-                              const int32_t *slot_mapping, int num_tokens,
+                              const void *slot_mapping, int slot_mapping_bits,
+                              const float *scale, int num_tokens,
                               const int64_t *strides, void *stream) {
   return guarded([&]() -> Status {
     const Kernel *resolved = nullptr;
@@ -321,7 +322,13 @@ int mlagen_kv_cache_write_run(const mlagen_kernel *kernel, const void *kv_c,
     args.kvC = kv_c;
     args.kPe = k_pe;
     args.kvCache = kv_cache;
+    if (slot_mapping_bits != 32 && slot_mapping_bits != 64)
+      return Status(StatusCode::InvalidArgument,
+                    "slot_mapping_bits must be 32 or 64 (got " +
+                        std::to_string(slot_mapping_bits) + ")");
     args.slotMapping = slot_mapping;
+    args.slotMappingInt64 = slot_mapping_bits == 64;
+    args.scale = scale;
     args.numTokens = num_tokens;
     if (strides) {
       args.kvCTokenStride = strides[0];
@@ -407,11 +414,12 @@ int mlagen_decode_run(const mlagen_decode_planner *planner, const void *q,
                       const int32_t *seq_lens, const int32_t *device_plan,
                       float *partial_out, float *partial_lse, int batch,
                       int q_len, int num_heads, const int64_t *strides,
-                      float softmax_scale, float kv_scale, void *stream) {
+                      float softmax_scale, float q_scale, float kv_scale, void *stream) {
   return mlagen_decode_run_checked(
       planner, q, kv_cache, out, lse, block_table, block_table_stride,
       seq_lens, device_plan, partial_out, partial_lse, batch, q_len,
-      num_heads, strides, softmax_scale, kv_scale, nullptr, 0, 0, stream);
+      num_heads, strides, softmax_scale, q_scale, kv_scale, nullptr, 0, 0,
+      stream);
 }
 
 int mlagen_decode_error_check(const int32_t *host_flags) {
@@ -423,7 +431,7 @@ int mlagen_decode_run_checked(
     void *out, float *lse, const int32_t *block_table, int block_table_stride,
     const int32_t *seq_lens, const int32_t *device_plan, float *partial_out,
     float *partial_lse, int batch, int q_len, int num_heads,
-    const int64_t *strides, float softmax_scale, float kv_scale,
+    const int64_t *strides, float softmax_scale, float q_scale, float kv_scale,
     int32_t *error_flags, int64_t num_blocks, int max_pages, void *stream) {
   return guarded([&]() -> Status {
     if (!planner)
@@ -452,6 +460,7 @@ int mlagen_decode_run_checked(
         *fields[i] = strides[i];
     }
     args.softmaxScale = softmax_scale;
+    args.qScale = q_scale;
     args.kvScale = kv_scale;
     args.checked = error_flags != nullptr;
     args.errorFlags = error_flags;

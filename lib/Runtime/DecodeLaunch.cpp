@@ -158,6 +158,10 @@ Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
   if (fp8Cache && (!std::isfinite(args.kvScale) || args.kvScale <= 0.0f))
     return invalidArgument("kv_scale must be finite and > 0 for an fp8 cache "
                            "(got " + std::to_string(args.kvScale) + ")");
+  const bool fp8Query = sig.qType == DType::FP8E4M3;
+  if (fp8Query && (!std::isfinite(args.qScale) || args.qScale <= 0.0f))
+    return invalidArgument("q_scale must be finite and > 0 for fp8 q (got " +
+                           std::to_string(args.qScale) + ")");
   if (!std::isfinite(args.softmaxScale) || args.softmaxScale <= 0.0f)
     return invalidArgument(
         "softmax_scale must be finite and > 0: absorbed MLA scales by the "
@@ -185,7 +189,8 @@ Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
                 resolved[7],
                 args.blockTableStride,
                 args.batch,
-                args.softmaxScale,
+                // q only scales the logits: its scale joins softmax_scale.
+                fp8Query ? args.softmaxScale * args.qScale : args.softmaxScale,
                 fp8Cache ? args.kvScale : 1.0f,
                 args.checked ? args.errorFlags : nullptr,
                 args.checked ? static_cast<int>(args.numBlocks) : 0,

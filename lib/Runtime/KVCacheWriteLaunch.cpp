@@ -32,6 +32,12 @@ Status prepareKVCacheWriteLaunch(const Signature &sig, const CodeObject &code,
     empty = true;
     return Status::ok();
   }
+  const bool fp8 = sig.kvType == DType::FP8E4M3;
+  if (fp8 && !args.scale)
+    return invalidArgument("scale is null: an fp8 cache stores x / scale "
+                           "(a device fp32 [1])");
+  if (fp8 && reinterpret_cast<uintptr_t>(args.scale) % 4 != 0)
+    return invalidArgument("scale must be 4-byte aligned");
   const struct {
     const char *name;
     const void *ptr;
@@ -39,8 +45,9 @@ Status prepareKVCacheWriteLaunch(const Signature &sig, const CodeObject &code,
   } pointers[] = {
       {"kv_c", args.kvC, 16},
       {"k_pe", args.kPe, 16},
-      {"kv_cache", args.kvCache, 16},
-      {"slot_mapping", args.slotMapping, 4},
+      // An fp8 cache takes 8 bytes per 8 elements.
+      {"kv_cache", args.kvCache, fp8 ? 8u : 16u},
+      {"slot_mapping", args.slotMapping, args.slotMappingInt64 ? 8u : 4u},
   };
   for (const auto &p : pointers) {
     if (!p.ptr)
@@ -85,9 +92,17 @@ Status prepareKVCacheWriteLaunch(const Signature &sig, const CodeObject &code,
   const int64_t blocks = (int64_t(args.numTokens) * (row / 8) +
                           code.threadsPerBlock - 1) /
                          code.threadsPerBlock;
-  out.params = {args.kvC,   args.kPe,    args.kvCache,   args.slotMapping,
-                resolved[0], resolved[1], resolved[2],   resolved[3],
-                args.numTokens, 0};
+  out.params = {args.kvC,
+                args.kPe,
+                args.kvCache,
+                args.slotMapping,
+                resolved[0],
+                resolved[1],
+                resolved[2],
+                resolved[3],
+                args.numTokens,
+                args.slotMappingInt64 ? 1 : 0,
+                fp8 ? args.scale : nullptr};
   out.geometry.grid[0] = static_cast<unsigned>(blocks);
   out.geometry.grid[1] = 1;
   out.geometry.grid[2] = 1;

@@ -14,16 +14,19 @@ struct KVCacheWriteParams {
   const void *kv_c;
   const void *k_pe;
   void *kv_cache;
-  const int *slot_mapping;
+  const void *slot_mapping;
   long long kv_c_token_stride, k_pe_token_stride;
   long long cache_block_stride, cache_token_stride;
   int num_tokens;
-  int reserved;
+  int slot_mapping_64;
+  const float *scale;
 };
 
 static_assert(offsetof(KVCacheWriteParams, kv_c_token_stride) == 32);
 static_assert(offsetof(KVCacheWriteParams, num_tokens) == 64);
-static_assert(sizeof(KVCacheWriteParams) == 72);
+static_assert(offsetof(KVCacheWriteParams, slot_mapping_64) == 68);
+static_assert(offsetof(KVCacheWriteParams, scale) == 72);
+static_assert(sizeof(KVCacheWriteParams) == 80);
 
 struct KVCacheWriteLaunch {
   KVCacheWriteParams params{};

@@ -175,11 +175,15 @@ Status validateDecode(const Signature &sig) {
     return invalid("tile_k must be 0 (chosen by the compiler) or a multiple "
                    "of 16 in [16, 256]" +
                    got(sig.tileK));
-  for (auto [field, type] :
-       {std::pair{"q_type", sig.qType}, std::pair{"out_type", sig.outType}})
-    if (type != DType::BF16 && type != DType::FP16)
-      return invalid(std::string(field) + " must be bf16 or fp16 for decode "
-                     "(got " + dtypeName(type) + ")");
+  if (sig.outType != DType::BF16 && sig.outType != DType::FP16)
+    return invalid(std::string("out_type must be bf16 or fp16 for decode "
+                               "(got ") +
+                   dtypeName(sig.outType) + ")");
+  // fp8 q (with its scale at run time) reads an fp8 cache.
+  if (sig.qType == DType::FP8E4M3 && sig.kvType != DType::FP8E4M3)
+    return invalid(std::string("q_type fp8e4m3 needs an fp8 cache "
+                               "(kv=fp8e4m3) for decode (got kv=") +
+                   dtypeName(sig.kvType) + ")");
   return Status::ok();
 }
 
@@ -229,12 +233,23 @@ Status validateKVCacheWrite(const Signature &sig) {
   fixed.headDimQK = sig.headDimQK;
   fixed.headDimV = sig.headDimV;
   fixed.pageSize = sig.pageSize;
-  fixed.qType = fixed.kvType = fixed.outType = sig.kvType;
+  fixed.kvType = sig.kvType;
+  fixed.qType = fixed.outType = sig.qType;
   fixed.arch = sig.arch;
   if (!(fixed == sig))
-    return invalid("a kv_cache_write signature sets only qk, v, page, kv and "
-                   "arch; the other fields keep Signature::kvCacheWrite()'s "
-                   "values (q and out are kv's type)");
+    return invalid("a kv_cache_write signature sets only qk, v, page, in, kv "
+                   "and arch; the other fields keep "
+                   "Signature::kvCacheWrite()'s values (q and out are in's "
+                   "type)");
+  // The new tokens are 16-bit: copied into a cache of their type, or
+  // quantised into an fp8 one.
+  if (sig.qType == DType::FP8E4M3)
+    return invalid("in (the new tokens' type) must be bf16 or fp16 for "
+                   "kv_cache_write (got fp8e4m3)");
+  if (sig.kvType != DType::FP8E4M3 && sig.qType != sig.kvType)
+    return invalid(std::string("in must equal kv for a 16-bit cache (got in=") +
+                   dtypeName(sig.qType) + ", kv=" + dtypeName(sig.kvType) +
+                   ")");
   if (sig.headDimV < 8 || sig.headDimV > 1024 || sig.headDimV % 8 != 0)
     return invalid("head_dim_v (the latent width) must be a multiple of 8 in "
                    "[8, 1024] for kv_cache_write" +
@@ -247,10 +262,6 @@ Status validateKVCacheWrite(const Signature &sig) {
   if (sig.pageSize < 1 || sig.pageSize > 4096)
     return invalid("page_size must be in [1, 4096] for kv_cache_write" +
                    got(sig.pageSize));
-  if (sig.kvType == DType::FP8E4M3)
-    return Status(StatusCode::Unsupported,
-                  "fp8 kv_cache_write is not supported yet (it will take a "
-                  "scale)");
   return Status::ok();
 }
 
@@ -315,9 +326,12 @@ Signature Signature::kvCacheWrite() {
 std::string Signature::canonical() const {
   std::ostringstream os;
   if (op == OpKind::KVCacheWrite) {
+    // in= only where it can differ from kv: an fp8 cache.
     os << "kv_cache_write qk=" << headDimQK << " v=" << headDimV
-       << " page=" << pageSize << " kv=" << dtypeName(kvType)
-       << " arch=" << archName(arch);
+       << " page=" << pageSize;
+    if (kvType == DType::FP8E4M3)
+      os << " in=" << dtypeName(qType);
+    os << " kv=" << dtypeName(kvType) << " arch=" << archName(arch);
     return os.str();
   }
   if (op == OpKind::ExpandPageIndices) {
@@ -501,6 +515,8 @@ Status parseSignature(const std::string &text, Signature &out) {
       {"page", intField(sig.pageSize)},
       {"batch_invariant", flagField(sig.batchInvariant)},
       {"tile_k", intField(sig.tileK)},
+      // kv_cache_write: the new tokens' type, kept in qType.
+      {"in", dtypeField(sig.qType)},
   };
   auto contains = [](const std::vector<std::string> &list,
                      const std::string &key) {
@@ -509,8 +525,8 @@ Status parseSignature(const std::string &text, Signature &out) {
   const std::vector<std::string> mergeFields = {"v", "hq", "lse", "out",
                                                 "arch"};
   const std::vector<std::string> expandFields = {"page", "arch"};
-  const std::vector<std::string> writeFields = {"qk", "v", "page", "kv",
-                                                "arch"};
+  const std::vector<std::string> writeFields = {"qk", "v", "page", "in",
+                                                "kv", "arch"};
 
   std::map<std::string, bool> seen;
   std::string token;
@@ -526,7 +542,8 @@ Status parseSignature(const std::string &text, Signature &out) {
     if (merge    ? !contains(mergeFields, key)
         : expand ? !contains(expandFields, key)
         : write  ? !contains(writeFields, key)
-                 : contains(decode ? prefillOnly : decodeOnly, key))
+                 : key == "in" ||
+                       contains(decode ? prefillOnly : decodeOnly, key))
       return invalid("signature field '" + key + "' is not a " + opText +
                      " field");
     if (seen[key])
@@ -550,9 +567,13 @@ Status parseSignature(const std::string &text, Signature &out) {
   // Both inputs of a merge have the output's type.
   if (merge)
     sig.qType = sig.kvType = sig.outType;
-  // A cache write has one element type, the cache's.
-  if (write)
-    sig.qType = sig.outType = sig.kvType;
+  // A cache write's inputs have the cache's type unless it is fp8 (then
+  // in= says, bf16 by default); q and out keep the inputs' type.
+  if (write) {
+    if (!seen["in"])
+      sig.qType = sig.kvType == DType::FP8E4M3 ? DType::BF16 : sig.kvType;
+    sig.outType = sig.qType;
+  }
   for (const std::string &required : requiredFields)
     if (!seen[required])
       return invalid("signature is missing field '" + required + "'");

@@ -14,7 +14,19 @@ mla.decode @fp8_cache qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len =
 
 // -----
 
-// expected-error @+1 {{'mla.decode' op an fp8 cache ('kv_type' f8E4M3) needs 'q_type' bf16, got f16}}
+// fp8 q rides the fp8 cache's conversion; out is bf16.
+// CHECK-LABEL: mla.decode @fp8_q
+//  CHECK-SAME:   q_type = f8E4M3, kv_type = f8E4M3, out_type = bf16{{$}}
+mla.decode @fp8_q qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, q_type = f8E4M3, kv_type = f8E4M3, out_type = bf16
+
+// -----
+
+// expected-error @+1 {{'mla.decode' op an fp8 cache ('kv_type' f8E4M3) writes 'out_type' bf16, got f16}}
+mla.decode @fp8_q_f16_out qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, q_type = f8E4M3, kv_type = f8E4M3, out_type = f16
+
+// -----
+
+// expected-error @+1 {{'mla.decode' op an fp8 cache ('kv_type' f8E4M3) needs 'q_type' bf16 or f8E4M3, got f16}}
 mla.decode @fp8_cache_f16 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, q_type = f16, kv_type = f8E4M3, out_type = f16
 
 // -----

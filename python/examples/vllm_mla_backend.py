@@ -19,7 +19,8 @@ so) or prefills first (v0), and says which via `decodes_first`.
 forward(q, kv_c_normed, k_pe, kv_cache, metadata, output):
 
  1. writes the new tokens' latent [kv_c | k_pe] (576 wide) into the cache at
-    slot_mapping (torch index_copy_; mlagen has no cache-write op yet),
+    slot_mapping (mlagen's kv_cache_write, vLLM's concat_and_cache_mla; it
+    takes vLLM's int64 slot_mapping as is),
  2. prefill tokens: gathers each prefill request's latent (context + new) from
     the cache, up-projects it to k = [W_UK kv_c | k_pe] (192 = 128 + 64) and
     v = W_UV kv_c (128) per head, and calls `flash_attn_varlen_func` (mlagen's
@@ -265,16 +266,18 @@ class MlagenMLAImpl:
         self.decode_kernel = _get_runtime().kernel(
             f"decode qk={LATENT_DIM} v={KV_LORA_RANK} hq={num_heads} q_len=1 page={page_size} "
             f"mask=causal lse=0 q={name} kv={name} out={name} arch={mlagen_arch(device)}")
+        self.cache_write_kernel = _get_runtime().kernel(
+            f"kv_cache_write qk={LATENT_DIM} v={KV_LORA_RANK} page={page_size} kv={name} "
+            f"arch={mlagen_arch(device)}")
 
     def make_builder(self, max_batch, max_tokens, max_pages, decodes_first=True):
         return MLAMetadataBuilder(self, max_batch, max_tokens, max_pages, decodes_first)
 
-    @staticmethod
-    def write_latent_cache(kv_c_normed, k_pe, kv_cache, slot_mapping):
-        """concat_and_cache_mla in torch: kv_cache.view(-1, 576)[slot] = [kv_c | k_pe]."""
-        flat = kv_cache.view(-1, LATENT_DIM)
-        flat.index_copy_(0, slot_mapping, torch.cat([kv_c_normed, k_pe.view(-1, QK_ROPE_HEAD_DIM)],
-                                                    dim=-1).to(flat.dtype))
+    def write_latent_cache(self, kv_c_normed, k_pe, kv_cache, slot_mapping):
+        """concat_and_cache_mla: kv_cache.view(-1, 576)[slot] = [kv_c | k_pe]
+        for slot >= 0 (int64 slots, -1 skips a padded token)."""
+        self.cache_write_kernel.kv_cache_write(
+            kv_c_normed, k_pe.reshape(-1, QK_ROPE_HEAD_DIM), kv_cache, slot_mapping)
 
     def forward(self, q, kv_c_normed, k_pe, kv_cache, md: MLAAttentionMetadata, output):
         """q [tokens, heads, 192] (rope applied), kv_c_normed [tokens, 512],

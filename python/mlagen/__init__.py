@@ -65,7 +65,8 @@ _lib.mlagen_decode_run.argtypes = [
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-    ctypes.POINTER(ctypes.c_int64), ctypes.c_float, ctypes.c_float, ctypes.c_void_p]
+    ctypes.POINTER(ctypes.c_int64), ctypes.c_float, ctypes.c_float, ctypes.c_float,
+    ctypes.c_void_p]
 _lib.mlagen_decode_run_checked.argtypes = _lib.mlagen_decode_run.argtypes[:-1] + [
     ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_void_p]
 _lib.mlagen_decode_error_check.argtypes = [ctypes.c_void_p]
@@ -75,7 +76,8 @@ _lib.mlagen_expand_page_indices_run.argtypes = [
     ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
 _lib.mlagen_kv_cache_write_run.argtypes = [
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-    ctypes.c_int, ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p]
+    ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int64),
+    ctypes.c_void_p]
 _lib.mlagen_merge_attn_states_run.argtypes = [
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
@@ -162,7 +164,8 @@ class Kernel:
         self.fields = _signature_fields(signature)
 
     def decode(self, q, kv_cache, out, block_table, seq_lens, plan, softmax_scale,
-               lse=None, stream=None, kv_scale=1.0, checked=False, max_pages=0):
+               lse=None, stream=None, kv_scale=1.0, checked=False, max_pages=0,
+               q_scale=1.0):
         """One absorbed MLA decode step (templates/DECODE_CONTRACT.md): launches
         mlagen_decode, then mlagen_decode_reduce, reading only device memory, so
         it can be captured in a CUDA graph. plan: a DecodePlan of this kernel,
@@ -175,7 +178,9 @@ class Kernel:
         current. A kernel with kv=fp8e4m3 takes an fp8 e4m3 cache
         (torch.float8_e4m3fn on NVIDIA and gfx950, float8_e4m3fnuz on gfx942,
         or its raw uint8 bytes) with q and out bf16; kv_scale is the cache's
-        per-tensor scale (key and value = kv_scale * stored).
+        per-tensor scale (key and value = kv_scale * stored). A kernel with
+        q=fp8e4m3 (and an fp8 cache) takes q in the cache's fp8 dtype with
+        out bf16; q_scale is q's per-tensor scale (q = q_scale * stored).
 
         checked=True: the kernel also verifies on the device that seq_lens[b]
         <= max_pages * page (max_pages 0: block_table's row stride) and that
@@ -188,20 +193,22 @@ class Kernel:
             raise ValueError(f"decode() needs a decode kernel, not {self.fields['op']}")
         if plan.kernel is not self:
             raise ValueError("plan was made for another kernel")
-        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[self.fields["q"]]
+        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[self.fields["out"]]
         qk, v = int(self.fields["qk"]), int(self.fields["v"])
         if kv_cache.dim() == 4 and kv_cache.shape[2] == 1:
             kv_cache = kv_cache.squeeze(2)  # vLLM's [blocks, page, 1, 576]
         fp8_cache = self.fields.get("kv") == "fp8e4m3"
-        cache_dtypes = (tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e4m3fnuz")
-                              if hasattr(torch, n)) + (torch.uint8,)) if fp8_cache else (dtype,)
+        fp8_q = self.fields.get("q") == "fp8e4m3"
+        fp8_dtypes = tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e4m3fnuz")
+                           if hasattr(torch, n)) + (torch.uint8,)
         for name, t, dims, width in (("q", q, 4, qk), ("out", out, 4, v),
                                      ("kv_cache", kv_cache, 3, qk)):
             if t.dim() != dims or t.shape[-1] != width or t.stride(-1) != 1:
                 raise ValueError(f"{name} must be {dims}-d with a contiguous last dim of "
                                  f"{width}, got shape {tuple(t.shape)} strides {t.stride()}")
-            allowed = cache_dtypes if name == "kv_cache" else (dtype,)
-            if name == "kv_cache" and fp8_cache:
+            fp8 = (name == "kv_cache" and fp8_cache) or (name == "q" and fp8_q)
+            allowed = fp8_dtypes if fp8 else (dtype,)
+            if fp8:
                 # gfx942 reads FNUZ e4m3, every other target OCP.
                 wrong = "float8_e4m3fn" if self.fields.get("arch") == "gfx942" else "float8_e4m3fnuz"
                 allowed = tuple(d for d in allowed if str(d) != f"torch.{wrong}")
@@ -237,7 +244,7 @@ class Kernel:
             lse.data_ptr() if lse is not None else None, block_table.data_ptr(),
             block_table.stride(0), seq_lens.data_ptr(), plan.plan.data_ptr(),
             plan.partial_out.data_ptr(), plan.partial_lse.data_ptr(), batch, q.shape[1],
-            q.shape[2], strides, float(softmax_scale), float(kv_scale),
+            q.shape[2], strides, float(softmax_scale), float(q_scale), float(kv_scale),
             flags, kv_cache.shape[0] if checked else 0, int(max_pages) if checked else 0,
             _current_stream(stream)))
 
@@ -280,20 +287,24 @@ class Kernel:
             seq_starts.data_ptr() if seq_starts is not None else None, slots.data_ptr(),
             batch, int(max_seqlen), stream))
 
-    def kv_cache_write(self, kv_c, k_pe, kv_cache, slot_mapping, stream=None):
+    def kv_cache_write(self, kv_c, k_pe, kv_cache, slot_mapping, stream=None, scale=None):
         """MLA KV-cache write (vLLM's concat_and_cache_mla): for token t with
         slot = slot_mapping[t] >= 0 (-1 skips), cache row (slot // page, slot %
         page) = kv_c[t] ++ k_pe[t]. kv_c [tokens, v] (or [tokens, 1, v]), k_pe
-        [tokens, qk - v] (or [tokens, 1, qk - v]), kv_cache [num_blocks, page,
-        qk] (or [num_blocks, page, 1, qk]) in the kernel's kv dtype, token
-        strides multiples of 8; slot_mapping int32 [tokens] on the device.
-        stream: an int handle, None = current."""
+        [tokens, qk - v] (or [tokens, 1, qk - v]) in the kernel's in dtype,
+        kv_cache [num_blocks, page, qk] (or [num_blocks, page, 1, qk]) in its
+        kv dtype, token strides multiples of 8; slot_mapping int32 or int64
+        [tokens] on the device. A kernel with kv=fp8e4m3 stores fp8(x / scale)
+        (round to nearest even, saturated): kv_cache is float8_e4m3fn
+        (float8_e4m3fnuz on gfx942) or uint8, scale a float32 device tensor
+        of one element. stream: an int handle, None = current."""
         import torch
         f = self.fields
         if f["op"] != "kv_cache_write":
             raise ValueError(f"kv_cache_write() needs a kv_cache_write kernel, not {f['op']}")
         qk, v, page = int(f["qk"]), int(f["v"]), int(f["page"])
-        dtype = getattr(torch, _DTYPE_NAMES[f["kv"]])
+        fp8 = f["kv"] == "fp8e4m3"
+        dtype = getattr(torch, _DTYPE_NAMES[f.get("in", f["kv"])])
         kv_c, k_pe, kv_cache = (as_tensor(t, n) for t, n in (
             (kv_c, "kv_c"), (k_pe, "k_pe"), (kv_cache, "kv_cache")))
         slot_mapping = as_tensor(slot_mapping, "slot_mapping")
@@ -305,8 +316,27 @@ class Kernel:
             kv_cache = kv_cache.squeeze(2)  # vLLM's [blocks, page, 1, 576]
         _check_device_tensor("kv_c", kv_c, dtype, 2, v)
         _check_device_tensor("k_pe", k_pe, dtype, 2, qk - v)
-        _check_device_tensor("kv_cache", kv_cache, dtype, 3, qk)
-        _check_device_tensor("slot_mapping", slot_mapping, torch.int32, 1, align=4)
+        if fp8:
+            wrong = "float8_e4m3fn" if f.get("arch") == "gfx942" else "float8_e4m3fnuz"
+            allowed = tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e4m3fnuz")
+                            if hasattr(torch, n) and n != wrong) + (torch.uint8,)
+            if kv_cache.dtype not in allowed:
+                raise ValueError(f"kv_cache must be {' or '.join(map(str, allowed))} (the "
+                                 f"kernel's fp8), got {kv_cache.dtype}")
+            _check_device_tensor("kv_cache", kv_cache, None, 3, qk, align=8)
+            if scale is None:
+                raise ValueError("scale is required for an fp8 cache: a float32 device "
+                                 "tensor of one element (stored = x / scale)")
+            scale = as_tensor(scale, "scale")
+            _check_device_tensor("scale", scale, torch.float32, None, None, align=4)
+            if scale.numel() != 1:
+                raise ValueError(f"scale must hold one element, got {scale.numel()}")
+        else:
+            _check_device_tensor("kv_cache", kv_cache, dtype, 3, qk)
+        if slot_mapping.dtype not in (torch.int32, torch.int64):
+            raise ValueError(f"slot_mapping must be int32 or int64, got {slot_mapping.dtype}")
+        _check_device_tensor("slot_mapping", slot_mapping, slot_mapping.dtype, 1,
+                             align=slot_mapping.element_size())
         tokens = slot_mapping.numel()
         if kv_c.shape[0] != tokens or k_pe.shape[0] != tokens or not slot_mapping.is_contiguous():
             raise ValueError(f"kv_c {tuple(kv_c.shape)}, k_pe {tuple(k_pe.shape)} and a "
@@ -319,7 +349,8 @@ class Kernel:
                                        kv_cache.stride(1))
         _check(_lib.mlagen_kv_cache_write_run(
             self._handle, kv_c.data_ptr(), k_pe.data_ptr(), kv_cache.data_ptr(),
-            slot_mapping.data_ptr(), tokens, strides, stream))
+            slot_mapping.data_ptr(), 8 * slot_mapping.element_size(),
+            scale.data_ptr() if fp8 else None, tokens, strides, stream))
 
     def merge_attn_states(self, prefix_out, prefix_lse, suffix_out, suffix_lse, out,
                           out_lse=None, stream=None):

@@ -11,7 +11,9 @@ once and replayed with new plans equals eager runs; a batch-invariant kernel
 gives a request the same bits alone and in other batches on other SM counts;
 an fp8 e4m3 cache with a per-tensor kv_scale (heads 16 and 128, pages 1 and
 64, q_len 1 and 4), held to the same rule against the fp32 reference computed
-from the dequantised cache (kv_scale * float(stored)); checked mode: a
+from the dequantised cache (kv_scale * float(stored)); fp8 e4m3 q with its
+per-tensor q_scale on an fp8 cache (heads 16 and 128, pages 1 and 64, q_len 1
+and 4) against the reference of the dequantised q and cache; checked mode: a
 seq_len longer than its block-table row and a table entry past the cache are
 reported by plan.check() with the request named, that request gets zeros and
 LSE -inf, and the other requests are bit-identical to an unchecked run.
@@ -38,15 +40,17 @@ DEV = "cuda"
 
 
 KV_SCALE = 0.0625  # fp8 cases: the cache stores randn / KV_SCALE (|x| up to ~80 of 448)
+Q_SCALE = 0.03125  # fp8 q: q stores randn / Q_SCALE (|x| up to ~160 of 448)
 
 
-def signature(arch, heads, q_len, page, dtype="bf16", batch_invariant=False, kv=None):
+def signature(arch, heads, q_len, page, dtype="bf16", batch_invariant=False, kv=None, q=None):
     return (f"decode qk={QK} v={V} hq={heads} q_len={q_len} page={page} mask=causal lse=1 "
-            f"q={dtype} kv={kv or dtype} out={dtype} batch_invariant={int(batch_invariant)} "
+            f"q={q or dtype} kv={kv or dtype} out={dtype} batch_invariant={int(batch_invariant)} "
             f"arch={arch}")
 
 
-def make_inputs(seq_lens, heads, q_len, page, dtype=torch.bfloat16, seed=0, fp8=False):
+def make_inputs(seq_lens, heads, q_len, page, dtype=torch.bfloat16, seed=0, fp8=False,
+                fp8_q=False):
     """q [batch, q_len, heads, 576], a cache of shuffled pages and its block table."""
     gen = torch.Generator(device="cpu").manual_seed(seed)
     batch = len(seq_lens)
@@ -59,16 +63,17 @@ def make_inputs(seq_lens, heads, q_len, page, dtype=torch.bfloat16, seed=0, fp8=
     for b, n in enumerate(pages_of):
         table[b, :n] = torch.tensor(order[used:used + n], dtype=torch.int32)
         used += n
-    q = torch.randn(batch, q_len, heads, QK, generator=gen).to(dtype)
+    q = torch.randn(batch, q_len, heads, QK, generator=gen)
+    q = (q / Q_SCALE).to(torch.float8_e4m3fn) if fp8_q else q.to(dtype)
     kv = torch.randn(num_blocks, page, QK, generator=gen)
     kv = (kv / KV_SCALE).to(torch.float8_e4m3fn) if fp8 else kv.to(dtype)
     lens = torch.tensor(seq_lens, dtype=torch.int32)
     return q.to(DEV), kv.to(DEV), table.to(DEV), lens.to(DEV)
 
 
-def reference(q, kv, table, seq_lens, page, kv_scale=1.0):
+def reference(q, kv, table, seq_lens, page, kv_scale=1.0, q_scale=1.0):
     """fp32 absorbed MLA decode: out [batch, q_len, heads, 512], lse [batch, q_len, heads].
-    An fp8 cache is dequantised first: kv_scale * float(stored)."""
+    An fp8 cache is dequantised first: kv_scale * float(stored); fp8 q too (q_scale)."""
     batch, q_len, heads, _ = q.shape
     out = torch.zeros(batch, q_len, heads, V, device=DEV)
     lse = torch.full((batch, q_len, heads), float("-inf"), device=DEV)
@@ -77,7 +82,7 @@ def reference(q, kv, table, seq_lens, page, kv_scale=1.0):
             continue
         keys = torch.arange(n, device=DEV)
         rows = kv[table[b, keys // page].long(), keys % page].float() * kv_scale  # [n, 576]
-        s = torch.einsum("thd,nd->thn", q[b].float(), rows) * SCALE         # [q_len, heads, n]
+        s = torch.einsum("thd,nd->thn", q[b].float() * q_scale, rows) * SCALE  # [q_len, heads, n]
         t = torch.arange(q_len, device=DEV)[:, None, None]
         s = s.masked_fill(keys[None, None, :] > n - q_len + t, float("-inf"))
         row_lse = torch.logsumexp(s, -1)
@@ -87,11 +92,13 @@ def reference(q, kv, table, seq_lens, page, kv_scale=1.0):
     return out, lse
 
 
-def run(kernel, plan, q, kv, table, lens, with_lse=True, kv_scale=1.0):
+def run(kernel, plan, q, kv, table, lens, with_lse=True, kv_scale=1.0, q_scale=1.0):
     plan.update(lens.cpu().tolist())
-    out = torch.full((*q.shape[:3], V), float("nan"), device=DEV, dtype=q.dtype)
+    out_dtype = torch.bfloat16 if q.dtype == torch.float8_e4m3fn else q.dtype
+    out = torch.full((*q.shape[:3], V), float("nan"), device=DEV, dtype=out_dtype)
     lse = torch.full(q.shape[:3], float("nan"), device=DEV) if with_lse else None
-    kernel.decode(q, kv, out, table, lens, plan, SCALE, lse=lse, kv_scale=kv_scale)
+    kernel.decode(q, kv, out, table, lens, plan, SCALE, lse=lse, kv_scale=kv_scale,
+                  q_scale=q_scale)
     return out, lse
 
 
@@ -116,19 +123,23 @@ def compare(out, lse, ref_out, ref_lse):
                 unwritten=unwritten, empty_rows_lse_neg_inf=same_inf, ok=ok)
 
 
-def numerics_case(rt, arch, heads, q_len, page, seq_lens, num_sms, dtype="bf16", fp8=False):
-    sig = signature(arch, heads, q_len, page, dtype, kv="fp8e4m3" if fp8 else None)
+def numerics_case(rt, arch, heads, q_len, page, seq_lens, num_sms, dtype="bf16", fp8=False,
+                  fp8_q=False):
+    sig = signature(arch, heads, q_len, page, dtype, kv="fp8e4m3" if fp8 else None,
+                    q="fp8e4m3" if fp8_q else None)
     kernel = rt.kernel(sig)
     tdtype = torch.bfloat16 if dtype == "bf16" else torch.float16
     q, kv, table, lens = make_inputs(seq_lens, heads, q_len, page, tdtype,
-                                     seed=heads * 100 + q_len * 10 + page, fp8=fp8)
+                                     seed=heads * 100 + q_len * 10 + page, fp8=fp8, fp8_q=fp8_q)
     kv_scale = KV_SCALE if fp8 else 1.0
+    q_scale = Q_SCALE if fp8_q else 1.0
     plan = mlagen.DecodePlan(kernel, max_batch=len(seq_lens), num_sms=num_sms)
-    out, lse = run(kernel, plan, q, kv, table, lens, kv_scale=kv_scale)
+    out, lse = run(kernel, plan, q, kv, table, lens, kv_scale=kv_scale, q_scale=q_scale)
     # Without lse the kernels must skip that write and still produce out.
-    out_no_lse, _ = run(kernel, plan, q, kv, table, lens, with_lse=False, kv_scale=kv_scale)
+    out_no_lse, _ = run(kernel, plan, q, kv, table, lens, with_lse=False, kv_scale=kv_scale,
+                        q_scale=q_scale)
     torch.cuda.synchronize()
-    r = compare(out, lse, *reference(q, kv, table, lens, page, kv_scale))
+    r = compare(out, lse, *reference(q, kv, table, lens, page, kv_scale, q_scale))
     r["same_out_without_lse"] = bool(torch.equal(out, out_no_lse))
     r["ok"] = r["ok"] and r["same_out_without_lse"]
     return dict(case="numerics", signature=sig, seq_lens=seq_lens, num_sms=num_sms,
@@ -298,6 +309,12 @@ def main():
         for q_len in (1, 4):
             for page in (1, 64):
                 report(numerics_case(rt, arch, heads, q_len, page, ragged, num_sms, fp8=True))
+    # fp8 e4m3 q and cache, bf16 out.
+    for heads in (16, 128):
+        for q_len in (1, 4):
+            for page in (1, 64):
+                report(numerics_case(rt, arch, heads, q_len, page, ragged, num_sms, fp8=True,
+                                     fp8_q=True))
     for r in graph_case(rt, arch):
         report(r)
     for r in invariance_case(rt, arch):

@@ -51,7 +51,13 @@ typedef select_type<kInputBF16, bf16, fp16>::type Elem;
 // every element.
 static_assert(kCacheDType == 0 || kCacheDType == 1, "kCacheDType: 0 (q's type) or 1 (fp8 e4m3)");
 constexpr bool kCacheFP8 = kCacheDType == 1;
-static_assert(!kCacheFP8 || kInputBF16, "an fp8 cache is read with bf16 q and out");
+static_assert(!kCacheFP8 || kInputBF16, "an fp8 cache is read with bf16 (or fp8) q and bf16 out");
+// fp8 e4m3 q (kQueryFP8) comes with an fp8 cache only: it takes the cache's
+// register path into shared memory (or the MFMA operand), converted exactly
+// like the keys; its per-tensor scale is folded into softmax_scale by the
+// host, since q only ever scales the logits. Its strides count bytes.
+static_assert(!kQueryFP8 || kCacheFP8, "fp8 q is read with an fp8 cache");
+constexpr int kQElemBytes = kQueryFP8 ? 1 : 2;
 #if MLAGEN_ARCH_GFX90A
 static_assert(!kCacheFP8, "gfx90a has no fp8 conversion instructions");
 #endif
@@ -85,6 +91,11 @@ static_assert(kNumQHeads >= 1 && kNumQHeads <= kNumHeads, "kNumQHeads <= kNumHea
 constexpr int kRows = kQLen * kNumHeads;
 constexpr int kRowTiles = kHeadsPerBlock / 16;
 MLAGEN_DEVICE bool is_real_row(int g) { return g < kRows && (kNumQHeads == kNumHeads || g % kNumHeads < kNumQHeads); }
+
+// Row g's q (token g / kNumHeads, head g % kNumHeads) of a request's q.
+MLAGEN_DEVICE const u8 *q_row(const void *q, int g, long long token_stride, long long head_stride) {
+  return static_cast<const u8 *>(q) + ((g / kNumHeads) * token_stride + (g % kNumHeads) * head_stride) * kQElemBytes;
+}
 
 struct alignas(8) Pair32 {
   u32 x, y;
@@ -460,7 +471,7 @@ MLAGEN_DEVICE void copy_rows_async(u16 *dst, const u16 *safe, int tid, const Row
   }
 }
 
-MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const u16 *q,
+MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q,
                           long long q_token_stride, long long q_head_stride, const Output &output,
                           u16 *smem) {
   u16 *const q_tile = smem;
@@ -510,9 +521,9 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const u16 *q,
   if (num_tiles > 0) {
     // Q joins the first committed group.
     if (!kCacheFP8)
-      copy_rows_async<kHeadsPerBlock>(q_tile, q, tid, [&](int r, int) -> const u16 * {
+      copy_rows_async<kHeadsPerBlock>(q_tile, static_cast<const u16 *>(q), tid, [&](int r, int) -> const u16 * {
         const int g = job.row0 + r;
-        return is_real_row(g) ? q + (g / kNumHeads) * q_token_stride + (g % kNumHeads) * q_head_stride : nullptr;
+        return is_real_row(g) ? reinterpret_cast<const u16 *>(q_row(q, g, q_token_stride, q_head_stride)) : nullptr;
       });
     if (kCacheFP8) {
       lookup_kv(0);
@@ -540,12 +551,16 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const u16 *q,
       if (kHeadsPerBlock % kCopyRowsPerPass != 0 && r >= kHeadsPerBlock)
         break;
       const int g = job.row0 + r;
-      const u16 *src = q + (g / kNumHeads) * q_token_stride + (g % kNumHeads) * q_head_stride + col;
+      const u8 *src = q_row(q, g, q_token_stride, q_head_stride) + col * kQElemBytes;
 #pragma unroll
       for (int cb = 0; cb < kCopyColumnBlocks; ++cb) {
         Raw16 v = {{0u, 0u, 0u, 0u}};
-        if (is_real_row(g)) {
-          v = *reinterpret_cast<const Raw16 *>(src + cb * kCopyBlockCols);
+        if (is_real_row(g) && kQueryFP8) {
+          const Pair32 raw = *reinterpret_cast<const Pair32 *>(src + cb * kCopyBlockCols);
+          fp8x4_to_operands(raw.x, v.w[0], v.w[1]);
+          fp8x4_to_operands(raw.y, v.w[2], v.w[3]);
+        } else if (is_real_row(g)) {
+          v = *reinterpret_cast<const Raw16 *>(src + cb * kCopyBlockCols * 2);
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
             float lo, hi;
@@ -872,7 +887,7 @@ struct StagedKV {
   }
 };
 
-MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const u16 *q,
+MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q,
                           long long q_token_stride, long long q_head_stride, const Output &output,
                           u16 *smem) {
   u16 *const kv_tiles = smem;
@@ -898,11 +913,23 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const u16 *q,
 #pragma unroll
   for (int i = 0; i < S::kQKRowTiles; ++i) {
     const int g = job.row0 + (qk_m + i * S::kQKWarpsM) * 16 + column;
-    const u16 *src = q + (g / kNumHeads) * q_token_stride + (g % kNumHeads) * q_head_stride + kLaneK * slice;
+    const u8 *src = q_row(q, g, q_token_stride, q_head_stride) + kLaneK * slice * kQElemBytes;
 #pragma unroll
     for (int ks = 0; ks < kQKSteps; ++ks) {
-      const mfma_operand zero = {};
-      q_frag[i][ks] = is_real_row(g) && num_tiles > 0 ? *reinterpret_cast<const mfma_operand *>(src + ks * kMfmaK) : zero;
+      mfma_operand frag = {};
+      if (is_real_row(g) && num_tiles > 0 && kQueryFP8) {
+        // kLaneK fp8 bytes -> kLaneK bf16, four bytes to two operand words.
+#pragma unroll
+        for (int w = 0; w < kLaneK / 4; ++w) {
+          u32 lo, hi;
+          fp8x4_to_operands(*reinterpret_cast<const u32 *>(src + ks * kMfmaK + 4 * w), lo, hi);
+          frag[2 * w] = lo;
+          frag[2 * w + 1] = hi;
+        }
+      } else if (is_real_row(g) && num_tiles > 0) {
+        frag = *reinterpret_cast<const mfma_operand *>(src + ks * kMfmaK * 2);
+      }
+      q_frag[i][ks] = frag;
     }
   }
 
@@ -1126,7 +1153,7 @@ extern "C" __global__ void MLAGEN_DECODE_LAUNCH_BOUNDS mlagen_decode(mlagen_deco
                          p.lse ? p.lse + (long long)job.batch * kQLen * kNumQHeads : nullptr,
                          p.partial_out,
                          p.partial_lse};
-  const u16 *q = static_cast<const u16 *>(p.q) + job.batch * p.q_batch_stride;
+  const void *q = static_cast<const u8 *>(p.q) + job.batch * p.q_batch_stride * kQElemBytes;
 #if MLAGEN_TARGET_NVIDIA
   warp_mma::attend(job, cache, q, p.q_token_stride, p.q_head_stride, output, mlagen_smem);
 #else

@@ -110,6 +110,26 @@ MLAGEN_DEVICE u32 rounding_residue(float lo, float hi, u32 packed) {
   return pack2<T>(lo - lo16, hi - hi16);
 }
 
+MLAGEN_DEVICE u32 round_even_u32(float x) { return (u32)__builtin_rintf(x); }
+
+// Two floats -> two fp8 e4m3 bytes in the arch's encoding (FNUZ on gfx942,
+// OCP on gfx950), `lo` in byte 0: round to nearest even, clamped first to
+// the largest finite value (240 or 448) so nothing overflows to NaN.
+MLAGEN_DEVICE u32 float2_to_fp8e4m3x2(float lo, float hi) {
+#if defined(__gfx942__) || defined(__gfx950__)
+#if defined(__gfx942__)
+  constexpr float kMax = 240.0f;
+#else
+  constexpr float kMax = 448.0f;
+#endif
+  lo = __builtin_fminf(__builtin_fmaxf(lo, -kMax), kMax);
+  hi = __builtin_fminf(__builtin_fmaxf(hi, -kMax), kMax);
+  return (u32)__builtin_amdgcn_cvt_pk_fp8_f32(lo, hi, 0, false) & 0xffffu;
+#else
+  return float_to_fp8e4m3_sw(lo, false) | float_to_fp8e4m3_sw(hi, false) << 8;
+#endif
+}
+
 // Four fp8 e4m3 bytes -> four bf16, exactly (byte i -> element i): `lo`
 // holds bytes 0 and 1, `hi` bytes 2 and 3. v_cvt_pk_f32_fp8 reads the
 // arch's encoding: FNUZ (bias 8) on gfx942, OCP (bias 7) on gfx950. gfx90a

@@ -62,6 +62,33 @@ MLAGEN_DEVICE float fp8e4m3_to_float_sw(u32 byte) {
   return __builtin_bit_cast(float, float_bits(magnitude) | ((byte & 0x80u) << 24));
 }
 
+// Rounds x >= 0 to the nearest integer, ties to even (the target's own
+// instruction; defined by nvidia.h and cdna.h).
+MLAGEN_DEVICE u32 round_even_u32(float x);
+
+// float -> fp8 e4m3 byte for targets without a conversion instruction:
+// round to nearest even, saturating at the largest finite value (vLLM's
+// SATFINITE; NaN saturates too). OCP: bias 7, max 448. FNUZ (`fnuz`): bias
+// 8, max 240, and no negative zero (0x80 is its NaN).
+MLAGEN_DEVICE u32 float_to_fp8e4m3_sw(float x, bool fnuz) {
+  const u32 sign = (float_bits(x) >> 24) & 0x80u;
+  const float max = fnuz ? 240.0f : 448.0f;
+  float a = __builtin_bit_cast(float, float_bits(x) & 0x7fffffffu);
+  a = a < max ? a : max;
+  const u32 bias = fnuz ? 8u : 7u;
+  u32 code;
+  if (a < (fnuz ? 0.0078125f : 0.015625f)) {
+    // Subnormal: steps of 2^(-bias-2); 8 steps is the smallest normal's code.
+    code = round_even_u32(a * (fnuz ? 1024.0f : 512.0f));
+  } else {
+    const u32 exponent = ((float_bits(a) >> 23) & 0xffu) - 127u + bias;
+    const float mantissa = __builtin_bit_cast(float, (float_bits(a) & 0x007fffffu) | 0x3f800000u);
+    // A mantissa that rounds up to 8 carries into the exponent.
+    code = exponent * 8u + round_even_u32((mantissa - 1.0f) * 8.0f);
+  }
+  return fnuz && code == 0u ? 0u : code | sign;
+}
+
 // Two floats that are exact in bf16 (dequantised fp8) -> two bf16, `lo` in
 // the low half: a truncation, no rounding needed.
 MLAGEN_DEVICE u32 pack2_bf16_exact(float lo, float hi) {

@@ -75,6 +75,21 @@ MLAGEN_DEVICE u32 rounding_residue(float lo, float hi, u32 packed) {
   return pack2<T>(lo - lo16, hi - hi16);
 }
 
+MLAGEN_DEVICE u32 round_even_u32(float x) { return __float2uint_rn(x); }
+
+// Two floats -> two fp8 e4m3 (OCP) bytes, `lo` in byte 0: round to nearest
+// even, saturating at +-448 (cvt.rn.satfinite puts its first source in the
+// upper byte).
+MLAGEN_DEVICE u32 float2_to_fp8e4m3x2(float lo, float hi) {
+#if MLAGEN_ARCH_SM90A
+  unsigned short packed;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(packed) : "f"(hi), "f"(lo));
+  return packed;
+#else
+  return float_to_fp8e4m3_sw(lo, false) | float_to_fp8e4m3_sw(hi, false) << 8;
+#endif
+}
+
 // Four fp8 e4m3 (OCP) bytes -> four fp16, exactly (byte i -> element i):
 // one cvt.rn.f16x2.e4m3x2 per pair on sm_90a. The decode kernel multiplies
 // fp8 tiles as fp16 on NVIDIA: half the conversion work of bf16.

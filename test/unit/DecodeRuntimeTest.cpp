@@ -531,7 +531,7 @@ TEST_CASE("the decode C API plans and launches", "[decode-runtime]") {
               nullptr, fakeAddress<const int32_t>(0x40000), 64,
               fakeAddress<const int32_t>(0x50000), devicePlan,
               fakeAddress<float>(0x70000), fakeAddress<float>(0x80000), 3, 1,
-              16, strides, 0.07f, 1.0f, fakeAddress<void>(0x99)) == MLAGEN_OK);
+              16, strides, 0.07f, 1.0f, 1.0f, fakeAddress<void>(0x99)) == MLAGEN_OK);
   REQUIRE(fake.log->launches.size() == 2);
   const DecodeParams &p = fake.log->launches[0].params;
   CHECK(p.num_work == devicePlan);
@@ -543,7 +543,7 @@ TEST_CASE("the decode C API plans and launches", "[decode-runtime]") {
 
   CHECK(mlagen_decode_run(planner, nullptr, nullptr, nullptr, nullptr, nullptr,
                           64, nullptr, devicePlan, nullptr, nullptr, 3, 2, 16,
-                          nullptr, 0.07f, 1.0f, nullptr) == MLAGEN_INVALID_ARGUMENT);
+                          nullptr, 0.07f, 1.0f, 1.0f, nullptr) == MLAGEN_INVALID_ARGUMENT);
   CHECK(std::string(mlagen_last_error()) ==
         "q_len (2) must equal the kernel's (1)");
   mlagen_decode_planner_destroy(planner);

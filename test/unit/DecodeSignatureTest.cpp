@@ -141,7 +141,11 @@ TEST_CASE("validate names the decode field and its rule", "[signature]") {
                                                "of 16"));
   sig = Signature::decode();
   sig.qType = DType::FP8E4M3;
-  CHECK(rejection(sig) == "q_type must be bf16 or fp16 for decode (got "
+  CHECK(rejection(sig) == "q_type fp8e4m3 needs an fp8 cache (kv=fp8e4m3) "
+                          "for decode (got kv=bf16)");
+  sig = Signature::decode();
+  sig.outType = DType::FP8E4M3;
+  CHECK(rejection(sig) == "out_type must be bf16 or fp16 for decode (got "
                           "fp8e4m3)");
 }
 
@@ -150,6 +154,12 @@ TEST_CASE("an fp8 cache is a valid decode variant", "[signature]") {
   Signature sig = Signature::decode();
   sig.kvType = DType::FP8E4M3;
   CHECK(sig.validate());
+  // and fp8 q with it (its scale is a run-time argument).
+  sig.qType = DType::FP8E4M3;
+  CHECK(sig.validate());
+  Signature parsed;
+  REQUIRE(parseSignature(sig.canonical(), parsed));
+  CHECK(parsed == sig);
 }
 
 TEST_CASE("a prefill signature leaves the decode fields alone", "[signature]") {

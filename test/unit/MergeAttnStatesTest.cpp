@@ -463,12 +463,37 @@ TEST_CASE("kv_cache_write: signature, launch and argument checks",
         "[8, 256] for kv_cache_write (got 0)");
   bad = sig;
   bad.qType = bad.kvType = bad.outType = DType::FP8E4M3;
-  CHECK(bad.validate().code() == StatusCode::Unsupported);
+  CHECK(bad.validate().message() ==
+        "in (the new tokens' type) must be bf16 or fp16 for kv_cache_write "
+        "(got fp8e4m3)");
+  bad = sig;
+  bad.qType = bad.outType = DType::FP16;
+  CHECK(bad.validate().message() ==
+        "in must equal kv for a 16-bit cache (got in=fp16, kv=bf16)");
   bad = sig;
   bad.mask = Mask::Causal;
   CHECK(bad.validate().message().find(
-            "a kv_cache_write signature sets only qk, v, page, kv and arch") ==
-        0);
+            "a kv_cache_write signature sets only qk, v, page, in, kv and "
+            "arch") == 0);
+
+  // An fp8 cache names its inputs' type; bf16 by default.
+  Signature fp8;
+  REQUIRE(parseSignature("kv_cache_write qk=576 v=512 page=64 kv=fp8e4m3 "
+                         "arch=gfx942",
+                         fp8));
+  CHECK(fp8.qType == DType::BF16);
+  CHECK(fp8.validate());
+  CHECK(fp8.canonical() ==
+        "kv_cache_write qk=576 v=512 page=64 in=bf16 kv=fp8e4m3 arch=gfx942");
+  REQUIRE(parseSignature("kv_cache_write qk=576 v=512 page=64 in=fp16 "
+                         "kv=fp8e4m3 arch=sm_90a",
+                         fp8));
+  CHECK(fp8.qType == DType::FP16);
+  CHECK(fp8.outType == DType::FP16);
+  CHECK(parseSignature("prefill qk=192 v=128 hq=16 hkv=16 mask=causal in=bf16 "
+                       "arch=sm_90a",
+                       none)
+            .message() == "signature field 'in' is not a prefill field");
 
   FakeMergeRuntime fake;
   fake.log->write = true;
@@ -478,7 +503,7 @@ TEST_CASE("kv_cache_write: signature, launch and argument checks",
   args.kvC = fakeAddress<const void>(0x10000);
   args.kPe = fakeAddress<const void>(0x20000);
   args.kvCache = fakeAddress<void>(0x30000);
-  args.slotMapping = fakeAddress<const int>(0x40000);
+  args.slotMapping = fakeAddress<const void>(0x40000);
   args.numTokens = 100;
 
   SECTION("contiguous defaults") {
@@ -511,12 +536,36 @@ TEST_CASE("kv_cache_write: signature, launch and argument checks",
         reinterpret_cast<mlagen_kernel *>(const_cast<Kernel *>(kernel));
     int64_t strides[4] = {0, 576, 0, 0};
     REQUIRE(mlagen_kv_cache_write_run(handle, args.kvC, args.kPe, args.kvCache,
-                                      args.slotMapping, 7, strides,
-                                      nullptr) == 0);
+                                      args.slotMapping, 64, nullptr, 7,
+                                      strides, nullptr) == 0);
     const MergeLaunchRecord &r = fake.log->launches.at(0);
     CHECK(r.write.num_tokens == 7);
     CHECK(r.write.k_pe_token_stride == 576);
+    CHECK(r.write.slot_mapping_64 == 1);
+    CHECK(r.write.scale == nullptr); // a 16-bit cache has no scale
     CHECK(r.geometry.grid[0] == 2); // ceil(7 * 72 / 256)
+    CHECK(mlagen_kv_cache_write_run(handle, args.kvC, args.kPe, args.kvCache,
+                                    args.slotMapping, 16, nullptr, 7, strides,
+                                    nullptr) == MLAGEN_INVALID_ARGUMENT);
+    CHECK(std::string(mlagen_last_error()) ==
+          "slot_mapping_bits must be 32 or 64 (got 16)");
+  }
+  SECTION("an fp8 cache takes a scale and 8-byte aligned rows") {
+    Signature fp8Sig = sig;
+    fp8Sig.kvType = DType::FP8E4M3;
+    const Kernel *fp8Kernel = nullptr;
+    REQUIRE(fake.runtime->getKernel(fp8Sig, fp8Kernel));
+    KVCacheWriteArgs a = args;
+    Status status = fake.runtime->runKVCacheWrite(*fp8Kernel, a);
+    CHECK(status.message() == "scale is null: an fp8 cache stores x / scale "
+                              "(a device fp32 [1])");
+    a.scale = fakeAddress<const float>(0x50000);
+    a.kvCache = fakeAddress<void>(0x30008);
+    REQUIRE(fake.runtime->runKVCacheWrite(*fp8Kernel, a));
+    const MergeLaunchRecord &r = fake.log->launches.at(0);
+    CHECK(r.write.scale == a.scale);
+    CHECK(r.write.cache_token_stride == 576); // bytes of an fp8 row
+    CHECK(r.write.slot_mapping_64 == 0);
   }
   SECTION("argument checks name the argument") {
     auto error = [&](KVCacheWriteArgs a) {
@@ -543,6 +592,11 @@ TEST_CASE("kv_cache_write: signature, launch and argument checks",
     a.cacheTokenStride = 512;
     CHECK(error(a) ==
           "cache_token_stride must be >= the row of 576 elements (got 512)");
+    a = args;
+    a.slotMapping = fakeAddress<const void>(0x40004);
+    a.slotMappingInt64 = true;
+    CHECK(error(a) == "slot_mapping must be 8-byte aligned (the kernel moves "
+                      "it in 8-byte units)");
     a = args;
     a.numTokens = 0;
     a.kvCache = nullptr;

@@ -166,6 +166,10 @@ struct DecodeArgs {
   // fp8 e4m3 cache (signature kv=fp8e4m3): the per-tensor scale, key and
   // value = kv_scale * stored value; finite and > 0. Ignored by 16-bit caches.
   float kvScale = 1.0f;
+  // fp8 e4m3 q (signature q=fp8e4m3): its per-tensor scale, dequantised q =
+  // q_scale * stored; finite and > 0. It only scales the logits, so the
+  // runtime folds it into softmax_scale. Ignored by 16-bit q.
+  float qScale = 1.0f;
   // Checked mode: the kernel verifies on the device what the host cannot
   // see without a sync: seq_lens[b] <= maxPages * page_size and every page id
   // it reads in [0, numBlocks). A bad request reads nothing of the cache, its
@@ -224,14 +228,18 @@ struct ExpandPageIndicesArgs {
 };
 
 // One MLA KV-cache write: for token t with slot = slotMapping[t] >= 0 (-1
-// skips it), cache row (slot / page, slot % page) = kvC[t] ++ kPe[t].
-// Pointers are device memory, strides in elements; 0 selects the
+// skips it), cache row (slot / page, slot % page) = kvC[t] ++ kPe[t]; an
+// fp8 cache (kv=fp8e4m3) stores fp8(x / *scale), rounded to nearest even and
+// saturated (vLLM's concat_and_cache_mla). Pointers are device memory,
+// strides in elements (the cache's in its own type); 0 selects the
 // contiguous stride.
 struct KVCacheWriteArgs {
-  const void *kvC = nullptr;         // [num_tokens, v] (latent), kv type
+  const void *kvC = nullptr;         // [num_tokens, v] (latent), in type
   const void *kPe = nullptr;         // [num_tokens, qk - v] (rope)
   void *kvCache = nullptr;           // [num_blocks, page_size, qk]
-  const int *slotMapping = nullptr;  // [num_tokens] int32, -1 skips
+  const void *slotMapping = nullptr; // [num_tokens] int32 or int64, -1 skips
+  bool slotMappingInt64 = false;     // vLLM's slot_mapping is int64
+  const float *scale = nullptr;      // fp8 cache: [1] fp32; else unused
   int numTokens = 0;                 // 0: nothing to launch
   int64_t kvCTokenStride = 0, kPeTokenStride = 0;
   int64_t cacheBlockStride = 0, cacheTokenStride = 0;

@@ -18,7 +18,8 @@
 // Signature::mergeAttnStates()'s values. expand_page_indices (block table
 // -> per-token cache slots) uses page only. kv_cache_write (new tokens into
 // a paged MLA latent cache) uses qk (the cache row: latent + rope), v (the
-// latent part), page and kv.
+// latent part), page, kv and, for an fp8 cache, in (the new tokens' 16-bit
+// type, held in qType; out keeps it too).
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLAGEN_RUNTIME_SIGNATURE_H
@@ -110,7 +111,8 @@ struct Signature {
   // page=64 mask=causal lse=1 q=bf16 kv=bf16 out=bf16 batch_invariant=0
   // tile_k=0 arch=sm_90a"; merge: "merge_attn_states v=128 hq=16 lse=1
   // out=bf16 arch=sm_90a"; "expand_page_indices page=64 arch=sm_90a";
-  // "kv_cache_write qk=576 v=512 page=64 kv=bf16 arch=sm_90a".
+  // "kv_cache_write qk=576 v=512 page=64 kv=bf16 arch=sm_90a" (an fp8
+  // cache adds its input type: "... page=64 in=bf16 kv=fp8e4m3 ...").
   std::string canonical() const;
 
   // Checks every rule a host app can break; the message names the field.
@@ -122,7 +124,8 @@ struct Signature {
 // Parses the canonical() form back ("prefill qk=192 v=128 ..."). Prefill:
 // qk, v, hq, hkv, mask and arch are required; decode: qk, v, hq, q_len,
 // page and arch; merge_attn_states: v, hq and arch; expand_page_indices:
-// page and arch; kv_cache_write: qk, v, page and arch. The others default as above (decode: as
+// page and arch; kv_cache_write: qk, v, page and arch (in defaults to kv,
+// or bf16 for an fp8 cache). The others default as above (decode: as
 // Signature::decode()). Unknown or malformed fields, and fields of the other
 // op, give InvalidSignature naming them.
 Status parseSignature(const std::string &text, Signature &out);

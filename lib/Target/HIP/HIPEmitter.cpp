@@ -104,12 +104,15 @@ LogicalResult printConfig(DecodeOp op, raw_ostream &os) {
   DecodeTilingAttr tiling = op.getTilingAttr();
   LaunchAttr launch = op.getLaunchAttr();
   // q and out share one 16-bit type; the cache holds it too, or fp8 e4m3
-  // with bf16 q (mla-legalize).
-  bool inputBF16 = op.getQType() == DType::BF16;
+  // with bf16 or fp8 q and bf16 out (mla-legalize).
+  bool inputBF16 = op.getOutType() == DType::BF16;
+  bool queryFP8 = op.getQType() == DType::F8E4M3;
   int cacheDType = op.getKvType() == DType::F8E4M3 ? 1 : 0;
   if (cacheDType == 1 && (!inputBF16 || arch == Arch::GFX90A))
-    return op.emitOpError() << "cannot be emitted: an fp8 cache needs bf16 q "
-                               "and an arch with fp8 conversions";
+    return op.emitOpError() << "cannot be emitted: an fp8 cache needs bf16 "
+                               "out and an arch with fp8 conversions";
+  if (queryFP8 && cacheDType != 1)
+    return op.emitOpError() << "cannot be emitted: fp8 q needs an fp8 cache";
 
   printConfigHeader(op.getSymName(), arch, os);
   os << "constexpr int kHeadDimQK = " << op.getQkHeadDim() << ";\n"
@@ -121,6 +124,7 @@ LogicalResult printConfig(DecodeOp op, raw_ostream &os) {
      << "constexpr bool kReturnLSE = " << boolean(op.getLse()) << ";\n"
      << "constexpr bool kInputBF16 = " << boolean(inputBF16) << ";\n"
      << "constexpr int kCacheDType = " << cacheDType << ";\n"
+     << "constexpr bool kQueryFP8 = " << boolean(queryFP8) << ";\n"
      << "constexpr bool kBatchInvariant = " << boolean(op.getBatchInvariant())
      << ";\n"
      << "constexpr int kTileK = " << tiling.getTileK() << ";\n"
@@ -164,6 +168,10 @@ LogicalResult printConfig(KVCacheWriteOp op, raw_ostream &os) {
   os << "constexpr int kLatentDim = " << op.getLatentDim() << ";\n"
      << "constexpr int kRopeDim = " << op.getRopeDim() << ";\n"
      << "constexpr int kPageSize = " << op.getPageSize() << ";\n"
+     << "constexpr bool kInputBF16 = "
+     << boolean(op.getInputType() == DType::BF16) << ";\n"
+     << "constexpr bool kCacheFP8 = "
+     << boolean(op.getKvType() == DType::F8E4M3) << ";\n"
      << "constexpr int kThreads = " << op.getLaunchAttr().getThreads()
      << ";\n"
      << "} // namespace mlagen_config\n";

@@ -45,8 +45,8 @@ mla.decode @d qk_head_dim = 256, v_head_dim = 512, q_heads = 16, q_len = 1, page
 
 // -----
 
-// expected-error @+1 {{'q_type' must be bf16 or f16, got f8E4M3}}
-mla.decode @d qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, q_type = f8E4M3, kv_type = f8E4M3, out_type = bf16
+// expected-error @+1 {{'q_type' f8E4M3 needs an fp8 cache ('kv_type' f8E4M3), got 'kv_type' bf16}}
+mla.decode @d qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, q_type = f8E4M3, kv_type = bf16, out_type = bf16
 
 // -----
 

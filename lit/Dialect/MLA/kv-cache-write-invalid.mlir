@@ -20,8 +20,18 @@ mla.kv_cache_write @w latent_dim = 512, rope_dim = 60, page_size = 64, kv_type =
 
 // -----
 
-// expected-error @+1 {{'kv_type' f8E4M3 is not supported yet (it will take a scale)}}
+// expected-error @+1 {{an f8E4M3 cache needs 'in_type' bf16 or f16 (the new tokens' type)}}
 mla.kv_cache_write @w latent_dim = 512, rope_dim = 64, page_size = 64, kv_type = f8E4M3
+
+// -----
+
+// expected-error @+1 {{'in_type' (f16) must equal 'kv_type' (bf16) for a 16-bit cache}}
+mla.kv_cache_write @w latent_dim = 512, rope_dim = 64, page_size = 64, in_type = f16, kv_type = bf16
+
+// -----
+
+// expected-error @+1 {{gfx90a has no fp8 conversion instructions: an f8E4M3 cache needs sm_80, sm_90a, gfx942 (FNUZ) or gfx950 (OCP)}}
+mla.kv_cache_write @w latent_dim = 512, rope_dim = 64, page_size = 64, arch = gfx90a, in_type = bf16, kv_type = f8E4M3
 
 // -----
 

@@ -8,3 +8,7 @@ mla.kv_cache_write @deepseek_v3 latent_dim = 512, rope_dim = 64, page_size = 64,
 // CHECK-LABEL: mla.kv_cache_write @page1
 //  CHECK-SAME:   latent_dim = 8, rope_dim = 256, page_size = 1, kv_type = f16{{$}}
 mla.kv_cache_write @page1 latent_dim = 8, rope_dim = 256, page_size = 1, kv_type = f16
+// An fp8 cache names its inputs' type.
+// CHECK-LABEL: mla.kv_cache_write @fp8
+//  CHECK-SAME:   latent_dim = 512, rope_dim = 64, page_size = 64, in_type = bf16, kv_type = f8E4M3{{$}}
+mla.kv_cache_write @fp8 latent_dim = 512, rope_dim = 64, page_size = 64, in_type = bf16, kv_type = f8E4M3

@@ -12,6 +12,7 @@ mla.decode @fp8_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1
 // SM90A:      #define MLAGEN_ARCH_SM90A 1
 // SM90A:      constexpr bool kInputBF16 = true;
 // SM90A-NEXT: constexpr int kCacheDType = 1;
+// SM90A-NEXT: constexpr bool kQueryFP8 = false;
 // SM90A:      constexpr int kStages = 1;
 // SM90A-NEXT: constexpr int kSharedBytes = 98816;
 // The prelude converts in hardware; the kernel reads kv_scale from the
@@ -31,3 +32,11 @@ mla.decode @fp8_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1
 // GFX950:     constexpr int kCacheDType = 1;
 
 // GFX90A: gfx90a has no fp8 conversion instructions
+
+// fp8 q: the same kernel with q read as fp8 bytes (its scale is folded into
+// softmax_scale by the runtime).
+// RUN: sed 's/q_type = bf16, kv_type = f8E4M3/q_type = f8E4M3, kv_type = f8E4M3/' %s | mlagen-opt --mla-legalize --mla-select-tiling=arch=sm_90a --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=FP8Q
+// RUN: sed 's/q_type = bf16, kv_type = f8E4M3/q_type = f8E4M3, kv_type = f8E4M3/' %s | mlagen-opt --mla-legalize --mla-select-tiling=arch=gfx942 --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=FP8Q
+// FP8Q:      constexpr bool kInputBF16 = true;
+// FP8Q-NEXT: constexpr int kCacheDType = 1;
+// FP8Q-NEXT: constexpr bool kQueryFP8 = true;

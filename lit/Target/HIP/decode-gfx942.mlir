@@ -17,6 +17,7 @@ mla.decode @tp16 qk_head_dim = 576, v_head_dim = 512, q_heads = 8, q_len = 1, pa
 // CHECK-NEXT: constexpr bool kReturnLSE = false;
 // CHECK-NEXT: constexpr bool kInputBF16 = false;
 // CHECK-NEXT: constexpr int kCacheDType = 0;
+// CHECK-NEXT: constexpr bool kQueryFP8 = false;
 // CHECK-NEXT: constexpr bool kBatchInvariant = false;
 // CHECK-NEXT: constexpr int kTileK = 32;
 // CHECK-NEXT: constexpr int kNumWarps = 4;

@@ -9,7 +9,7 @@ mla.decode @unprepared qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len 
 
 // A launch written by hand does not make an fp8 cache printable for gfx90a
 // (no fp8 conversions).
-// expected-error @+1 {{'mla.decode' op cannot be emitted: an fp8 cache needs bf16 q and an arch with fp8 conversions}}
+// expected-error @+1 {{'mla.decode' op cannot be emitted: an fp8 cache needs bf16 out and an arch with fp8 conversions}}
 mla.decode @fp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, arch = gfx90a, tiling = <heads = 16, heads_per_block = 16, tile_k = 32, warps = 4, wave_size = 64, stages = 1>, launch = <entry = "mlagen_decode", threads = 256, shared_bytes = 39808>, reduce_launch = <entry = "mlagen_decode_reduce", threads = 256, shared_bytes = 0>, q_type = bf16, kv_type = f8E4M3, out_type = bf16
 
 // -----

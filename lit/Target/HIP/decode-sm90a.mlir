@@ -19,6 +19,7 @@ mla.decode @deepseek_v3_tp1_mtp qk_head_dim = 576, v_head_dim = 512, q_heads = 1
 // CHECK-NEXT: constexpr bool kReturnLSE = true;
 // CHECK-NEXT: constexpr bool kInputBF16 = true;
 // CHECK-NEXT: constexpr int kCacheDType = 0;
+// CHECK-NEXT: constexpr bool kQueryFP8 = false;
 // CHECK-NEXT: constexpr bool kBatchInvariant = true;
 // CHECK-NEXT: constexpr int kTileK = 48;
 // CHECK-NEXT: constexpr int kNumWarps = 8;

@@ -13,6 +13,8 @@ mla.kv_cache_write @deepseek_v3 latent_dim = 512, rope_dim = 64, page_size = 64,
 // CHECK-NEXT: constexpr int kLatentDim = 512;
 // CHECK-NEXT: constexpr int kRopeDim = 64;
 // CHECK-NEXT: constexpr int kPageSize = 64;
+// CHECK-NEXT: constexpr bool kInputBF16 = true;
+// CHECK-NEXT: constexpr bool kCacheFP8 = false;
 // CHECK-NEXT: constexpr int kThreads = 256;
 // CHECK-NEXT: } // namespace mlagen_config
 // CHECK:      extern "C" __global__ void __launch_bounds__(mlagen_config::kThreads)

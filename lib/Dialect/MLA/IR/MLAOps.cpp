@@ -125,12 +125,15 @@ LogicalResult DecodeOp::verify() {
                          << ") must be <= 'qk_head_dim' (" << getQkHeadDim()
                          << "): V is the first v_head_dim columns of the "
                             "latent cache";
-  // The cache may be fp8 (dequantised on load); q and out are 16-bit.
-  for (auto [field, type] :
-       {std::pair{"q_type", getQType()}, {"out_type", getOutType()}})
-    if (type == DType::F8E4M3)
-      return emitOpError() << "'" << field << "' must be bf16 or f16, got "
-                           << stringifyDType(type);
+  // The cache may be fp8 (dequantised on load), and q too when the cache
+  // is (both take the same conversion); out is 16-bit.
+  if (getOutType() == DType::F8E4M3)
+    return emitOpError() << "'out_type' must be bf16 or f16, got "
+                         << stringifyDType(getOutType());
+  if (getQType() == DType::F8E4M3 && getKvType() != DType::F8E4M3)
+    return emitOpError() << "'q_type' f8E4M3 needs an fp8 cache ('kv_type' "
+                            "f8E4M3), got 'kv_type' "
+                         << stringifyDType(getKvType());
   if (std::optional<int32_t> tileK = getTileK())
     if (failed(checkMultipleOf16("tile_k", *tileK, 256)))
       return failure();
@@ -204,9 +207,19 @@ LogicalResult KVCacheWriteOp::verify() {
                            << "' must be a multiple of 8 (a 16-byte vector "
                               "of 16-bit elements), got "
                            << value;
-  if (getKvType() == DType::F8E4M3)
-    return emitOpError() << "'kv_type' f8E4M3 is not supported yet (it will "
-                            "take a scale)";
+  // Inputs are 16-bit; an fp8 cache quantises them, a 16-bit one copies.
+  if (getInputType() == DType::F8E4M3)
+    return emitOpError() << "an f8E4M3 cache needs 'in_type' bf16 or f16 "
+                            "(the new tokens' type)";
+  if (getKvType() != DType::F8E4M3 && getInputType() != getKvType())
+    return emitOpError() << "'in_type' (" << stringifyDType(getInputType())
+                         << ") must equal 'kv_type' ("
+                         << stringifyDType(getKvType())
+                         << ") for a 16-bit cache";
+  if (getKvType() == DType::F8E4M3 && getArch() && *getArch() == Arch::GFX90A)
+    return emitOpError() << "gfx90a has no fp8 conversion instructions: an "
+                            "f8E4M3 cache needs sm_80, sm_90a, gfx942 (FNUZ) "
+                            "or gfx950 (OCP)";
   if (getLaunchAttr() && !getArch())
     return emitOpError() << "'launch' requires 'arch': a launch is prepared "
                             "for a target";

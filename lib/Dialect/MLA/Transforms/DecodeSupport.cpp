@@ -10,11 +10,17 @@ LogicalResult mlagen::mla::checkDecodeSupported(DecodeOp op) {
   // An fp8 e4m3 cache (per-tensor kv_scale at run time) is dequantised to
   // bf16 on its way into shared memory: q and out are bf16 then, and the
   // target needs fp8 conversions (OCP on NVIDIA and gfx950, FNUZ on gfx942).
+  // fp8 q (its scale folded into softmax_scale at run time) rides the same
+  // conversion, so it needs the fp8 cache; out is bf16 then.
   if (op.getKvType() == DType::F8E4M3) {
-    if (op.getQType() != DType::BF16)
+    if (op.getQType() != DType::BF16 && op.getQType() != DType::F8E4M3)
       return op.emitOpError() << "an fp8 cache ('kv_type' f8E4M3) needs "
-                                 "'q_type' bf16, got "
+                                 "'q_type' bf16 or f8E4M3, got "
                               << stringifyDType(op.getQType());
+    if (op.getOutType() != DType::BF16)
+      return op.emitOpError() << "an fp8 cache ('kv_type' f8E4M3) writes "
+                                 "'out_type' bf16, got "
+                              << stringifyDType(op.getOutType());
     if (op.getArch() && *op.getArch() == Arch::GFX90A)
       return op.emitOpError()
              << "gfx90a has no fp8 conversion instructions: an fp8 cache "
@@ -24,7 +30,7 @@ LogicalResult mlagen::mla::checkDecodeSupported(DecodeOp op) {
     return op.emitOpError() << "'kv_type' (" << stringifyDType(op.getKvType())
                             << ") must equal 'q_type' ("
                             << stringifyDType(op.getQType()) << ") for decode";
-  if (op.getOutType() != op.getQType())
+  if (op.getQType() != DType::F8E4M3 && op.getOutType() != op.getQType())
     return op.emitOpError()
            << "'out_type' (" << stringifyDType(op.getOutType())
            << ") must equal 'q_type' (" << stringifyDType(op.getQType())

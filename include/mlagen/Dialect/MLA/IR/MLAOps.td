@@ -238,12 +238,17 @@ def MLA_KVCacheWriteOp : MLA_Op<"kv_cache_write", [
     The MLA KV-cache write (vLLM's concat_and_cache_mla): for token t with
     slot = slot_mapping[t] >= 0 (-1 skips a padded token), row slot of the
     cache [num_blocks, page_size, latent_dim + rope_dim] becomes
-    kv_c_normed[t, 0:latent_dim] ++ k_pe[t, 0:rope_dim]. Slots are int32,
-    block = slot / page_size, offset = slot % page_size. 16-byte vectors.
+    kv_c_normed[t, 0:latent_dim] ++ k_pe[t, 0:rope_dim]. Slots are int32
+    or int64 (a run-time choice), block = slot / page_size, offset = slot %
+    page_size. A 16-bit cache has the inputs' type; an f8E4M3 cache stores
+    fp8(x / scale) of `in_type` (bf16 or f16) inputs with a run-time scale,
+    saturated at the largest finite value. 16-byte input vectors.
 
     ```mlir
     mla.kv_cache_write @deepseek_v3 latent_dim = 512, rope_dim = 64,
         page_size = 64, arch = sm_90a, kv_type = bf16
+    mla.kv_cache_write @deepseek_v3_fp8 latent_dim = 512, rope_dim = 64,
+        page_size = 64, in_type = bf16, kv_type = f8E4M3
     ```
   }];
 
@@ -254,8 +259,16 @@ def MLA_KVCacheWriteOp : MLA_Op<"kv_cache_write", [
     ConfinedAttr<MLA_IntAttr, [MLA_IntInRange<1, 4096>]>:$page_size,
     OptionalAttr<MLA_ArchAttr>:$arch,
     OptionalAttr<MLA_LaunchAttr>:$launch,
+    OptionalAttr<MLA_DTypeAttr>:$in_type,
     MLA_DTypeAttr:$kv_type
   );
+
+  let extraClassDeclaration = [{
+    /// The new tokens' element type: in_type, or the 16-bit cache's.
+    ::mlagen::mla::DType getInputType() {
+      return getInType().value_or(getKvType());
+    }
+  }];
 
   let assemblyFormat = [{
     $sym_name
@@ -263,6 +276,7 @@ def MLA_KVCacheWriteOp : MLA_Op<"kv_cache_write", [
     `page_size` `=` $page_size `,`
     (`arch` `=` `` $arch^ `,`)?
     (`launch` `=` $launch^ `,`)?
+    (`in_type` `=` `` $in_type^ `,`)?
     `kv_type` `=` `` $kv_type
     attr-dict
   }];
