@@ -89,5 +89,7 @@ mla.prefill @no_arch qk_head_dim = 128, v_head_dim = 128, q_heads = 8, kv_heads 
 
 // -----
 
-// expected-error @+1 {{'qk_head_dim' (80) must be a multiple of gfx950's MMA depth (32) and 'v_head_dim' (128) of its width (16)}}
+// gfx950's 32-deep MFMA takes head dim 80 (its last 16 columns run 16 deep).
+// CHECK-LABEL: mla.prefill @shallow
+//  CHECK-SAME:   arch = gfx950, tiling = <tile_q = 128, tile_k = 64, warps = 8, wave_size = 64, stages = 1, mma_m = 16, mma_n = 16, mma_k = 32>,
 mla.prefill @shallow qk_head_dim = 80, v_head_dim = 128, q_heads = 8, kv_heads = 8, mask = causal, arch = gfx950, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
