@@ -20,6 +20,14 @@ mla.prefill @gfx950 qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads 
 
 // -----
 
+// sm_90a, head dim 64 with a soft cap and a window: one consumer warpgroup
+// (two spill in their 240 registers).
+// CHECK-LABEL: mla.prefill @sm_90a_d64_capped
+//  CHECK-SAME:   tiling = <tile_q = 64, tile_k = 128, warps = 8, wave_size = 32, stages = 2, mma_m = 64, mma_n = 64, mma_k = 16>,
+mla.prefill @sm_90a_d64_capped qk_head_dim = 64, v_head_dim = 64, q_heads = 32, kv_heads = 8, mask = causal, window = <left = 4095, right = 0>, soft_cap = 50.0, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+
+// -----
+
 // Too big for shared memory: give up the second stage, then halve tile_k,
 // then tile_q, until it fits.
 // sm_90a, 576/512: the wide V rules out the wgmma kernel; for mma.sync one

@@ -42,7 +42,11 @@ LogicalResult selectTiling(PrefillOp op, std::optional<Arch> defaultArch) {
   if (*arch == Arch::SM90A && op.getQkHeadDim() % 64 == 0 &&
       op.getVHeadDim() % 64 == 0 && op.getVHeadDim() <= 256 &&
       (!pinnedTileQ || *pinnedTileQ == 64 || *pinnedTileQ == 128)) {
-    const int32_t wgTileQ = pinnedTileQ.value_or(128);
+    // Head dim 64 with a soft cap and a window spills in two consumer
+    // warpgroups' 240 registers (ptxas, CUDA 13); one consumer has 255.
+    const bool cappedNarrow = op.getSoftCapValue() > 0.0f &&
+                              op.getQkHeadDim() <= 64 && op.getWindowAttr();
+    const int32_t wgTileQ = pinnedTileQ.value_or(cappedNarrow ? 64 : 128);
     for (int32_t wgTileK : {128, 64}) {
       if (op.getSharedBytes(wgTileQ, wgTileK, 2) > target.sharedBytesLimit)
         continue;
