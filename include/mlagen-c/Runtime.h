@@ -2,7 +2,7 @@
 |*                                                                            *|
 |* For FFI hosts (Python ctypes/cffi, Rust, ...). Signatures travel as their  *|
 |* canonical text ("prefill qk=192 v=128 hq=16 hkv=16 mask=causal window=-1,-1 *|
-|* softcap=0 lse=1 q=bf16 kv=bf16 out=bf16 layout=varlen tile_q=0            *|
+|* softcap=0 alibi=0 lse=1 q=bf16 kv=bf16 out=bf16 layout=varlen tile_q=0    *|
 |* arch=sm_90a"; fields in any order, each once), so no struct is mirrored.   *|
 |*                                                                            *|
 |* Every function returns a status code equal to mlagen::StatusCode; on      *|
@@ -92,13 +92,15 @@ MLAGEN_C_EXPORT int mlagen_get_kernel(mlagen_runtime *runtime,
  * NULL. strides: NULL or 9 element strides in the order q_token, q_head,
  * k_token, k_head, v_token, v_head, out_token, out_head, lse_head; 0 means
  * contiguous, except lse_head, which is required with lse (total_q).
- * softmax_scale 0 means 1/sqrt(head_dim_qk). stream: cudaStream_t or
+ * softmax_scale 0 means 1/sqrt(head_dim_qk). alibi_slopes: [num_q_heads]
+ * fp32 device array, required by an alibi=1 kernel and refused (non-NULL) by
+ * any other; its length cannot be checked here. stream: cudaStream_t or
  * hipStream_t, NULL for the default stream. Does not wait for the GPU. */
 MLAGEN_C_EXPORT int mlagen_prefill_run(
     const mlagen_kernel *kernel, const void *q, const void *k, const void *v,
     void *out, float *lse, const int *cu_seqlens_q, const int *cu_seqlens_k,
     int batch, int max_seqlen_q, const int64_t *strides, float softmax_scale,
-    void *stream);
+    const float *alibi_slopes, void *stream);
 
 /* One merge_attn_states launch (vLLM semantics): out = the LSE-weighted
  * merge of two partial attention results; an infinite LSE is an empty part,

@@ -29,6 +29,25 @@ std::vector<Signature> defaultVariantSet(const std::vector<Arch> &archs) {
         sig.arch = arch;
         set.push_back(sig);
       }
+  // GQA prefill, bf16, with LSE, causal: Llama-3-8B (32 q / 8 kv heads,
+  // d128); Gemma-2-9B (16 / 8, d256, soft cap 50, 4096-key sliding window);
+  // an ALiBi model of MPT-7B's shape (32 / 32, d128).
+  for (Arch arch : archs) {
+    Signature llama;
+    llama.headDimQK = llama.headDimV = 128;
+    llama.numQHeads = 32;
+    llama.numKVHeads = 8;
+    llama.arch = arch;
+    Signature gemma = llama;
+    gemma.headDimQK = gemma.headDimV = 256;
+    gemma.numQHeads = 16;
+    gemma.softCap = 50.0f;
+    gemma.windowLeft = 4095;
+    Signature mpt = llama;
+    mpt.numKVHeads = 32;
+    mpt.alibi = true;
+    set.insert(set.end(), {llama, gemma, mpt});
+  }
   // Absorbed MLA decode, 576/512, bf16 q, with LSE: TP8 (16 heads) and TP1
   // (128), with vLLM's 64-key pages and SGLang's 1-key pages; a bf16 cache,
   // and an fp8 e4m3 one where the arch converts fp8 (not gfx90a).

@@ -206,6 +206,7 @@ OwningOpRef<ModuleOp> mlagen::buildVariantModule(MLIRContext &context,
           {"mask", sig.mask == Mask::Causal},
           {"window", sig.windowLeft == -1 && sig.windowRight == -1},
           {"softcap", sig.softCap == 0.0f},
+          {"alibi", !sig.alibi},
           {"tile_q", sig.tileQ == 0}}) {
       if (!fixed) {
         emitError(loc) << "signature field '" << field
@@ -247,7 +248,7 @@ OwningOpRef<ModuleOp> mlagen::buildVariantModule(MLIRContext &context,
   mla::PrefillOp::create(
       builder, loc, /*sym_name=*/"prefill", sig.headDimQK, sig.headDimV,
       sig.numQHeads, sig.numKVHeads, *mask, window,
-      builder.getF32FloatAttr(sig.softCap), sig.returnLSE,
+      builder.getF32FloatAttr(sig.softCap), sig.alibi, sig.returnLSE,
       /*tile_q=*/sig.tileQ ? builder.getI32IntegerAttr(sig.tileQ) : nullptr,
       mla::ArchAttr::get(&context, *arch), /*tiling=*/nullptr,
       /*launch=*/nullptr, *qType, *kvType, *outType, *layout);
@@ -273,6 +274,7 @@ static Signature signatureOf(mla::PrefillOp op) {
   sig.windowLeft = op.getWindowLeft();
   sig.windowRight = op.getWindowRight();
   sig.softCap = op.getSoftCapValue();
+  sig.alibi = op.getAlibi();
   sig.returnLSE = op.getLse();
   sig.qType = fromMLA(op.getQType());
   sig.kvType = fromMLA(op.getKvType());

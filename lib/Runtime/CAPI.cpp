@@ -211,7 +211,8 @@ int mlagen_prefill_run(const mlagen_kernel *kernel, const void *q,
                        const void *k, const void *v, void *out, float *lse,
                        const int *cu_seqlens_q, const int *cu_seqlens_k,
                        int batch, int max_seqlen_q, const int64_t *strides,
-                       float softmax_scale, void *stream) {
+                       float softmax_scale, const float *alibi_slopes,
+                       void *stream) {
   return guarded([&]() -> Status {
     const Kernel *resolved = nullptr;
     Runtime *runtime = nullptr;
@@ -238,6 +239,7 @@ int mlagen_prefill_run(const mlagen_kernel *kernel, const void *q,
         *fields[i] = strides[i];
     }
     args.softmaxScale = softmax_scale;
+    args.alibiSlopes = alibi_slopes;
     args.stream = stream;
     return runtime->runPrefill(cxxKernel, args);
   });

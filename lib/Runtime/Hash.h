@@ -18,7 +18,8 @@ namespace mlagen {
 // Bumped whenever the key inputs, the entry file layout or
 // Signature::canonical() change; it names the cache subdirectory (v2/).
 // v2: entries record their signature, generator, compiler and flags.
-inline constexpr unsigned kCacheFormatVersion = 2;
+// v3: prefill signatures gain alibi=0|1 (and its params alibi_slopes).
+inline constexpr unsigned kCacheFormatVersion = 3;
 
 struct Hash128 {
   uint64_t low = 0, high = 0;

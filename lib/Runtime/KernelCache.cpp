@@ -22,7 +22,8 @@ size_t SignatureHash::operator()(const Signature &sig) const {
       static_cast<uint64_t>(sig.qLen),
       static_cast<uint64_t>(sig.pageSize),
       static_cast<uint64_t>(sig.batchInvariant),
-      static_cast<uint64_t>(sig.tileK)};
+      static_cast<uint64_t>(sig.tileK),
+      static_cast<uint64_t>(sig.alibi)};
   uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a over the fields
   for (uint64_t field : fields)
     hash = (hash ^ field) * 0x100000001b3ull;

@@ -29,6 +29,7 @@ struct PrefillParams {
   int max_seqlen_q;
   float softmax_scale;
   int reserved;
+  const float *alibi_slopes;
 };
 
 static_assert(sizeof(void *) == 8 && sizeof(long long) == 8,
@@ -53,7 +54,8 @@ static_assert(offsetof(PrefillParams, batch) == 128);
 static_assert(offsetof(PrefillParams, max_seqlen_q) == 132);
 static_assert(offsetof(PrefillParams, softmax_scale) == 136);
 static_assert(offsetof(PrefillParams, reserved) == 140);
-static_assert(sizeof(PrefillParams) == 144);
+static_assert(offsetof(PrefillParams, alibi_slopes) == 144);
+static_assert(sizeof(PrefillParams) == 152);
 
 } // namespace mlagen
 

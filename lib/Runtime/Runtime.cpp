@@ -635,6 +635,15 @@ Status RuntimeImpl::runPrefill(const Kernel &kernel, const PrefillArgs &args) {
   if (!std::isfinite(args.softmaxScale))
     return invalidArgument("softmax_scale must be finite, 0 meaning "
                            "1/sqrt(head_dim_qk)");
+  if (sig.alibi && !args.alibiSlopes)
+    return invalidArgument("alibi_slopes is null, but the kernel has alibi=1: "
+                           "pass [num_q_heads] fp32 slopes");
+  if (!sig.alibi && args.alibiSlopes)
+    return invalidArgument("alibi_slopes is given, but the kernel has "
+                           "alibi=0 and would ignore them: build it with "
+                           "alibi=1");
+  if (reinterpret_cast<uintptr_t>(args.alibiSlopes) % 4 != 0)
+    return invalidArgument("alibi_slopes must be 4-byte aligned");
 
   PrefillParams params = {
       args.q,
@@ -659,6 +668,7 @@ Status RuntimeImpl::runPrefill(const Kernel &kernel, const PrefillArgs &args) {
           ? args.softmaxScale
           : 1.0f / std::sqrt(static_cast<float>(sig.headDimQK)),
       0,
+      args.alibiSlopes,
   };
   LaunchGeometry geometry;
   geometry.grid[0] =

@@ -143,9 +143,9 @@ Status validateDecode(const Signature &sig) {
                    "one latent kv head" +
                    got(sig.numKVHeads));
   if (sig.windowLeft != -1 || sig.windowRight != -1 || sig.softCap != 0.0f ||
-      sig.tileQ != 0)
-    return invalid("window, soft_cap and tile_q are prefill fields: a decode "
-                   "signature leaves them -1,-1, 0 and 0");
+      sig.alibi || sig.tileQ != 0)
+    return invalid("window, soft_cap, alibi and tile_q are prefill fields: a "
+                   "decode signature leaves them -1,-1, 0, 0 and 0");
   if (sig.mask != Mask::Causal)
     return invalid("mask must be causal for decode: query token t of a "
                    "request sees keys [0, seq_len - q_len + t]");
@@ -192,7 +192,7 @@ Status validateMergeAttnStates(const Signature &sig) {
   const Signature fixed = Signature::mergeAttnStates();
   if (sig.headDimQK != fixed.headDimQK || sig.numKVHeads != fixed.numKVHeads ||
       sig.mask != fixed.mask || sig.windowLeft != -1 ||
-      sig.windowRight != -1 || sig.softCap != 0.0f ||
+      sig.windowRight != -1 || sig.softCap != 0.0f || sig.alibi ||
       sig.kvLayout != fixed.kvLayout || sig.tileQ != 0 || sig.qLen != 0 ||
       sig.pageSize != 0 || sig.batchInvariant || sig.tileK != 0)
     return invalid("a merge_attn_states signature sets only v, hq, lse, out "
@@ -359,7 +359,7 @@ std::string Signature::canonical() const {
      << " hq=" << numQHeads << " hkv=" << numKVHeads
      << " mask=" << maskName(mask) << " window=" << windowLeft << ','
      << windowRight << " softcap=" << formatFloat(softCap)
-     << " lse=" << (returnLSE ? 1 : 0) << " q=" << dtypeName(qType)
+     << " alibi=" << (alibi ? 1 : 0) << " lse=" << (returnLSE ? 1 : 0) << " q=" << dtypeName(qType)
      << " kv=" << dtypeName(kvType) << " out=" << dtypeName(outType)
      << " layout=" << kvLayoutName(kvLayout) << " tile_q=" << tileQ
      << " arch=" << archName(arch);
@@ -481,8 +481,8 @@ Status parseSignature(const std::string &text, Signature &out) {
     });
   };
   // Fields of one op only; the rest are shared.
-  const std::vector<std::string> prefillOnly = {"hkv",    "window", "softcap",
-                                                "layout", "tile_q"};
+  const std::vector<std::string> prefillOnly = {
+      "hkv", "window", "softcap", "alibi", "layout", "tile_q"};
   const std::vector<std::string> decodeOnly = {"q_len", "page",
                                                "batch_invariant", "tile_k"};
   const std::vector<std::pair<std::string, FieldParser>> fields = {
@@ -501,6 +501,7 @@ Status parseSignature(const std::string &text, Signature &out) {
        }},
       {"softcap",
        [&](const std::string &v) { return parseFloat(v, sig.softCap); }},
+      {"alibi", flagField(sig.alibi)},
       {"lse", flagField(sig.returnLSE)},
       {"q", dtypeField(sig.qType)},
       {"kv", dtypeField(sig.kvType)},
@@ -554,7 +555,7 @@ Status parseSignature(const std::string &text, Signature &out) {
                      value + "'");
   }
   // What a variant is must be said; the rest defaults as in Signature
-  // (no window, no soft cap, LSE on, bf16, varlen, tile chosen by a pass)
+  // (no window, no soft cap, no ALiBi, LSE on, bf16, varlen, tile chosen by a pass)
   // or Signature::decode() (causal, LSE on, bf16, not batch-invariant).
   const std::vector<std::string> requiredFields =
       decode  ? std::vector<std::string>{"qk", "v", "hq", "q_len", "page",

@@ -20,6 +20,14 @@ mla.prefill @gfx950 qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads 
 
 // -----
 
+// sm_90a, head dim 64 with a soft cap and a window: one consumer warpgroup
+// (two spill in their 240 registers).
+// CHECK-LABEL: mla.prefill @sm_90a_d64_capped
+//  CHECK-SAME:   tiling = <tile_q = 64, tile_k = 128, warps = 8, wave_size = 32, stages = 2, mma_m = 64, mma_n = 64, mma_k = 16>,
+mla.prefill @sm_90a_d64_capped qk_head_dim = 64, v_head_dim = 64, q_heads = 32, kv_heads = 8, mask = causal, window = <left = 4095, right = 0>, soft_cap = 50.0, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+
+// -----
+
 // Too big for shared memory: give up the second stage, then halve tile_k,
 // then tile_q, until it fits.
 // sm_90a, 576/512: the wide V rules out the wgmma kernel; for mma.sync one
@@ -89,5 +97,7 @@ mla.prefill @no_arch qk_head_dim = 128, v_head_dim = 128, q_heads = 8, kv_heads 
 
 // -----
 
-// expected-error @+1 {{'qk_head_dim' (80) must be a multiple of gfx950's MMA depth (32) and 'v_head_dim' (128) of its width (16)}}
+// gfx950's 32-deep MFMA takes head dim 80 (its last 16 columns run 16 deep).
+// CHECK-LABEL: mla.prefill @shallow
+//  CHECK-SAME:   arch = gfx950, tiling = <tile_q = 128, tile_k = 64, warps = 8, wave_size = 64, stages = 1, mma_m = 16, mma_n = 16, mma_k = 32>,
 mla.prefill @shallow qk_head_dim = 80, v_head_dim = 128, q_heads = 8, kv_heads = 8, mask = causal, arch = gfx950, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen

@@ -52,7 +52,7 @@ _lib.mlagen_get_kernel.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POIN
 _lib.mlagen_prefill_run.argtypes = [
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
-    ctypes.POINTER(ctypes.c_int64), ctypes.c_float, ctypes.c_void_p]
+    ctypes.POINTER(ctypes.c_int64), ctypes.c_float, ctypes.c_void_p, ctypes.c_void_p]
 _lib.mlagen_decode_planner_create.argtypes = [
     ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p)]
 _lib.mlagen_decode_planner_destroy.argtypes = [ctypes.c_void_p]
@@ -412,13 +412,16 @@ class Kernel:
             strides, stream))
 
     def prefill(self, q, k, v, out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-                lse=None, softmax_scale=0.0, stream=None):
+                lse=None, softmax_scale=0.0, alibi_slopes=None, stream=None):
         """q [total_q, hq, dqk], k [total_k, hkv, dqk], v [total_k, hkv, dv],
         out [total_q, hq*dv] or [total_q, hq, dv], lse [hq, total_q] fp32
         (any head stride, unit token stride), cu_seqlens int32 [batch+1] on the
         device; torch tensors or DLPack objects. max_seqlen_q must bound the
         longest query (it sizes the grid; it is not checked against the device
-        cu_seqlens). stream: an int handle, None = current. ValueError /
+        cu_seqlens). alibi_slopes: fp32 [hq] on the device, required by an
+        alibi=1 kernel, refused by any other (added to the soft-capped logits
+        as -slope * |i + seqlen_k - seqlen_q - j|, as flash-attn's
+        alibi_slopes). stream: an int handle, None = current. ValueError /
         TypeError name the argument that is wrong before anything launches."""
         import torch
         if self.fields["op"] != "prefill":
@@ -460,6 +463,19 @@ class Kernel:
             devices.add(lse.device)
             if f.get("lse") == "0":
                 raise ValueError("lse given, but the kernel's signature says lse=0")
+        if f.get("alibi") == "1":
+            if alibi_slopes is None:
+                raise ValueError("alibi_slopes is required: the kernel's signature says alibi=1")
+            alibi_slopes = as_tensor(alibi_slopes, "alibi_slopes")
+            # The C API cannot see the array's length: a short one reads past its end.
+            _check_device_tensor("alibi_slopes", alibi_slopes, torch.float32, 1, align=4)
+            if alibi_slopes.numel() != hq or not alibi_slopes.is_contiguous():
+                raise ValueError(f"alibi_slopes must be a contiguous [hq={hq}] tensor, got "
+                                 f"shape {tuple(alibi_slopes.shape)} strides {alibi_slopes.stride()}")
+            devices.add(alibi_slopes.device)
+        elif alibi_slopes is not None:
+            raise ValueError("alibi_slopes given, but the kernel's signature says alibi=0 "
+                             "(build it with alibi=1)")
         if len(devices) > 1:
             raise ValueError(f"all tensors must be on one device, got {sorted(map(str, devices))}")
         if int(max_seqlen_q) < 0:
@@ -474,7 +490,8 @@ class Kernel:
             self._handle, q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
             lse.data_ptr() if lse is not None else None,
             cu_seqlens_q.data_ptr(), cu_seqlens_k.data_ptr(), cu_seqlens_q.numel() - 1,
-            int(max_seqlen_q), strides, float(softmax_scale), stream))
+            int(max_seqlen_q), strides, float(softmax_scale),
+            alibi_slopes.data_ptr() if alibi_slopes is not None else None, stream))
 
 
 class CompiledKernel:

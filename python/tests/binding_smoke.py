@@ -71,6 +71,19 @@ expect_error(lambda: mlagen.canonicalize("prefill qk=191 v=128 hq=16 hkv=16 mask
 expect_error(lambda: mlagen.canonicalize("prefill bogus=1"), 1, "bogus", "unknown field named")
 expect_error(lambda: mlagen.canonicalize("decode qk=576 v=512 hq=16 q_len=1 page=3 arch=sm_90a"),
              1, "power of two", "page 3 (not a power of two) rejected")
+# Bad GQA inputs name the field (a window wider than any sequence is fine).
+GQA = "prefill qk=128 v=128 hq=32 hkv=8 mask=causal arch=sm_90a"
+for extra, needle in (("window=-5,0", "window_left must be -1 (unbounded) or >= 0 (got -5)"),
+                      ("window=0,-7", "window_right"),
+                      ("softcap=-1", "soft_cap must be finite and >= 0 (got -1)"),
+                      ("softcap=nan", "soft_cap must be finite"),
+                      ("softcap=inf", "soft_cap must be finite"),
+                      ("alibi=2", "'alibi' has a malformed value '2'")):
+    expect_error(lambda: mlagen.canonicalize(f"{GQA} {extra}"), 1, needle, f"{extra} rejected")
+check(" alibi=1 " in mlagen.canonicalize(f"{GQA} alibi=1 window=1000000,0 softcap=50"),
+      "alibi=1 with a huge window and a soft cap canonicalises")
+expect_error(lambda: mlagen.canonicalize(DECODE + " alibi=1"), 1, "not a decode field",
+             "alibi on decode rejected")
 
 # --- compile-only ---------------------------------------------------------------------
 rt = mlagen.Runtime(flags=mlagen.COMPILE_ONLY)
@@ -88,6 +101,8 @@ again = rt.compile(PREFILL)
 check(again.binary == ck.binary, "a second compile (memory cache) returns the same bytes")
 expect_error(lambda: rt.compile("prefill qk=192 v=128 hq=16 hkv=3 mask=causal arch=sm_90a"), 1, "",
              "compile of an invalid signature")
+ak = rt.compile(GQA + " alibi=1")
+check("mlagen_prefill" in ak.entries and "alibi=1" in ak.signature, f"an alibi kernel compiles: {ak}")
 expect_error(lambda: rt.kernel(PREFILL), 4, "", "kernel() on a compile-only runtime is NoBackend")
 try:
     mlagen.Runtime(bundle_paths=[os.path.join(work.name, "missing")])

@@ -1,7 +1,11 @@
 """Prefill numerics on the GPU: mlagen against an fp32 reference and PyTorch SDPA.
 
-Run on a CUDA machine:  PYTHONPATH=python python3 python/tests/prefill_device_test.py
+Run on a CUDA machine:  PYTHONPATH=python python3 python/tests/prefill_device_test.py [FILTER]
+FILTER (optional) runs only the cases whose signature contains it (e.g. "alibi=1").
 Writes prefill_numerics.json under $OUT (or /tmp). Exit status 1 on any failure.
+Besides the MLA grid: GQA models (Llama-3-8B, head dims 64..256), ALiBi
+(FlashAttention's bias -slope * |i + sk - sq - j|, added after the soft cap),
+Gemma-2-style soft cap 50 with sliding windows, and the binding's input checks.
 """
 import json
 import math
@@ -32,7 +36,23 @@ def visible(sq, sk, causal, window, device):
     return ok
 
 
-def reference(q, k, v, cu_q, cu_k, causal, scale, window=(-1, -1), softcap=0.0):
+def alibi_slopes(heads):
+    """vLLM's (and the ALiBi paper's) slopes: 2^(-8 (h + 1) / H) for H a power of
+    two, else those of the power below plus every other one of twice it."""
+    n = 2 ** math.floor(math.log2(heads))
+    slopes = [2.0 ** (-8.0 * (h + 1) / n) for h in range(n)]
+    slopes += [2.0 ** (-4.0 * (2 * h + 1) / n) for h in range(heads - n)]
+    return torch.tensor(slopes, dtype=torch.float32)
+
+
+def alibi_bias(slopes, sq, sk, device):
+    """[hq, sq, sk] fp32: -slope * |i + sk - sq - j| (flash-attn's alibi_slopes)."""
+    i = torch.arange(sq, device=device)[:, None] + (sk - sq)
+    j = torch.arange(sk, device=device)[None, :]
+    return -slopes.to(device)[:, None, None] * (i - j).abs().float()
+
+
+def reference(q, k, v, cu_q, cu_k, causal, scale, window=(-1, -1), softcap=0.0, slopes=None):
     """fp32 attention per sequence; returns out [tq, hq, dv], lse [hq, tq]."""
     hq, hkv = q.shape[1], k.shape[1]
     outs, lses = [], []
@@ -44,6 +64,8 @@ def reference(q, k, v, cu_q, cu_k, causal, scale, window=(-1, -1), softcap=0.0):
         s = torch.matmul(qb, kb.transpose(1, 2)) * scale
         if softcap > 0:
             s = softcap * torch.tanh(s / softcap)
+        if slopes is not None:  # after the cap, as flash-attn
+            s = s + alibi_bias(slopes, sq, sk, q.device)
         s = s.masked_fill(~visible(sq, sk, causal, window, q.device), float("-inf"))
         lse = torch.logsumexp(s, -1)                                   # [hq, sq]
         p = torch.exp(s - lse[..., None]).nan_to_num(0.0)
@@ -52,7 +74,11 @@ def reference(q, k, v, cu_q, cu_k, causal, scale, window=(-1, -1), softcap=0.0):
     return torch.cat(outs), torch.cat(lses, 1)
 
 
-def sdpa(q, k, v, cu_q, cu_k, causal, scale, window=(-1, -1)):
+def sdpa(q, k, v, cu_q, cu_k, causal, scale, window=(-1, -1), slopes=None):
+    """PyTorch SDPA per sequence: a boolean mask, or with ALiBi an additive fp32
+    one (bias, -inf where invisible) over heads expanded from the kv heads; the
+    mask must have q's dtype, so ALiBi runs SDPA in fp32 (bf16 would round the
+    bias of distant keys by whole units)."""
     hq, hkv = q.shape[1], k.shape[1]
     outs = []
     for b in range(len(cu_q) - 1):
@@ -61,18 +87,29 @@ def sdpa(q, k, v, cu_q, cu_k, causal, scale, window=(-1, -1)):
         vb = v[cu_k[b]:cu_k[b + 1]].transpose(0, 1)[None]
         sq, sk = qb.shape[2], kb.shape[2]
         mask = visible(sq, sk, causal, window, q.device)
+        gqa = hq != hkv
+        if slopes is not None:
+            mask = alibi_bias(slopes, sq, sk, q.device).masked_fill(~mask, float("-inf"))
+            qb, kb, vb = (t.float().repeat_interleave(hq // t.shape[1], 1) for t in (qb, kb, vb))
+            mask = mask[None]
+            gqa = False
         o = F.scaled_dot_product_attention(qb, kb, vb, attn_mask=mask, scale=scale,
-                                           enable_gqa=hq != hkv)
+                                           enable_gqa=gqa)
         outs.append(o[0].transpose(0, 1))
     return torch.cat(outs)
 
 
+def signature(arch, causal, dqk, dv, hq, hkv, q_lens, k_lens, window=(-1, -1), softcap=0.0,
+              dtype="bf16", alibi=False):
+    return (f"prefill qk={dqk} v={dv} hq={hq} hkv={hkv} mask={'causal' if causal else 'none'} "
+            f"window={window[0]},{window[1]} softcap={softcap:g} alibi={int(alibi)} "
+            f"lse=1 q={dtype} kv={dtype} out={dtype} arch={arch}")
+
+
 def run_case(rt, arch, causal, dqk, dv, hq, hkv, q_lens, k_lens, window=(-1, -1), softcap=0.0,
-             dtype="bf16"):
+             dtype="bf16", alibi=False):
     dev = "cuda"
-    sig = (f"prefill qk={dqk} v={dv} hq={hq} hkv={hkv} mask={'causal' if causal else 'none'} "
-           f"window={window[0]},{window[1]} softcap={softcap:g} "
-           f"lse=1 q={dtype} kv={dtype} out={dtype} arch={arch}")
+    sig = signature(arch, causal, dqk, dv, hq, hkv, q_lens, k_lens, window, softcap, dtype, alibi)
     tdtype = torch.bfloat16 if dtype == "bf16" else torch.float16
     kernel = rt.kernel(sig)
     cu_q = [0]
@@ -89,9 +126,11 @@ def run_case(rt, arch, causal, dqk, dv, hq, hkv, q_lens, k_lens, window=(-1, -1)
     cuq = torch.tensor(cu_q, device=dev, dtype=torch.int32)
     cuk = torch.tensor(cu_k, device=dev, dtype=torch.int32)
     scale = 1.0 / math.sqrt(dqk)
-    kernel.prefill(q, k, v, out, cuq, cuk, max(q_lens), lse=lse, softmax_scale=scale)
+    slopes = alibi_slopes(hq) if alibi else None
+    kernel.prefill(q, k, v, out, cuq, cuk, max(q_lens), lse=lse, softmax_scale=scale,
+                   alibi_slopes=slopes.to(dev) if alibi else None)
     torch.cuda.synchronize()
-    ref_out, ref_lse = reference(q, k, v, cu_q, cu_k, causal, scale, window, softcap)
+    ref_out, ref_lse = reference(q, k, v, cu_q, cu_k, causal, scale, window, softcap, slopes)
     got = out.view(tq, hq, dv).float()
     unwritten = int(torch.isnan(got).sum()) + int(torch.isnan(lse).sum())
     err = (got - ref_out).abs().max().item()
@@ -100,7 +139,7 @@ def run_case(rt, arch, causal, dqk, dv, hq, hkv, q_lens, k_lens, window=(-1, -1)
     lse_rel = ((lse[finite] - ref_lse[finite]).abs() / ref_lse[finite].abs().clamp_min(1e-6)).max().item() \
         if finite.any() else 0.0
     # SDPA has no soft cap: compared only where the function is the same.
-    sd = sdpa(q, k, v, cu_q, cu_k, causal, scale, window).float() if softcap == 0 else ref_out
+    sd = sdpa(q, k, v, cu_q, cu_k, causal, scale, window, slopes).float() if softcap == 0 else ref_out
     rows = finite.transpose(0, 1)  # rows that see at least one key
     sdpa_diff = (got - sd)[rows].abs().max().item() if rows.any() else 0.0
     sdpa_err = (sd - ref_out)[rows].abs().max().item() if rows.any() else 0.0
@@ -108,6 +147,48 @@ def run_case(rt, arch, causal, dqk, dv, hq, hkv, q_lens, k_lens, window=(-1, -1)
     return dict(signature=sig, q_lens=q_lens, k_lens=k_lens, max_abs_err=err,
                 lse_max_rel_err=lse_rel, unwritten=unwritten, empty_rows_lse_neg_inf=same_inf,
                 max_abs_diff_vs_sdpa=sdpa_diff, sdpa_max_abs_err=sdpa_err, ok=ok)
+
+
+def input_checks(rt, arch):
+    """The binding's ALiBi checks and the runtime's messages, each naming the
+    field; returns (all as expected, [what was checked])."""
+    dev = "cuda"
+    hq, hkv, d = 32, 8, 128
+    sig = f"prefill qk={d} v={d} hq={hq} hkv={hkv} mask=causal arch={arch}"
+    q = torch.zeros(4, hq, d, device=dev, dtype=torch.bfloat16)
+    k = torch.zeros(4, hkv, d, device=dev, dtype=torch.bfloat16)
+    out = torch.zeros(4, hq * d, device=dev, dtype=torch.bfloat16)
+    cu = torch.tensor([0, 4], device=dev, dtype=torch.int32)
+    alibi, plain = rt.kernel(sig + " alibi=1"), rt.kernel(sig)
+    slopes = alibi_slopes(hq).to(dev)
+
+    def run(kernel, s):
+        kernel.prefill(q, k, k, out, cu, cu, 4, alibi_slopes=s)
+
+    expected = [
+        (lambda: run(alibi, None), ValueError, "alibi_slopes is required"),
+        (lambda: run(alibi, slopes[:16]), ValueError, "[hq=32]"),
+        (lambda: run(alibi, slopes.double()), ValueError, "alibi_slopes must be torch.float32"),
+        (lambda: run(alibi, slopes.cpu()), ValueError, "alibi_slopes must be on the GPU"),
+        (lambda: run(alibi, slopes.view(4, 8)), ValueError, "alibi_slopes must be 1-d"),
+        (lambda: run(plain, slopes), ValueError, "kernel's signature says alibi=0"),
+        (lambda: rt.kernel(sig + " window=-5,0"), mlagen.Error, "window_left must be -1"),
+        (lambda: rt.kernel(sig + " softcap=-1"), mlagen.Error, "soft_cap must be finite and >= 0"),
+        (lambda: rt.kernel(sig + " softcap=nan"), mlagen.Error, "soft_cap must be finite"),
+    ]
+    checks, ok = [], True
+    for call, error, needle in expected:
+        try:
+            call()
+            got = "no error"
+        except error as e:
+            got = str(e)
+        passed = needle in got
+        ok &= passed
+        checks.append(f"{'ok' if passed else 'WRONG'}: {needle!r} <- {got[:100]!r}")
+    run(alibi, slopes)  # a good call still runs
+    torch.cuda.synchronize()
+    return ok, checks
 
 
 def main():
@@ -130,8 +211,34 @@ def main():
     grid.append((True, 192, 128, 16, 16, mixed, mixed, (256, 0), 30.0))
     grid.append((False, 128, 128, 32, 8, mixed, mixed, (100, 50)))
     grid.append((True, 192, 128, 16, 16, mixed, mixed, (-1, -1), 0.0, "fp16"))
+    # GQA backend (issue 6). Tuples: causal, dqk, dv, hq, hkv, q_lens, k_lens,
+    # window, softcap, dtype, alibi.
+    ragged = [1, 17, 100, 555, 2048, 3, 1000]
+    chunk_q, chunk_k = [1, 7, 64, 1000, 300], [5, 100, 64, 2048, 4096]
+    grid.append((True, 128, 128, 32, 8, ragged, ragged))                 # Llama-3-8B
+    grid.append((True, 128, 128, 32, 8, chunk_q, chunk_k))
+    for d, (hq, hkv) in ((64, (32, 8)), (80, (16, 8)), (96, (32, 8)), (256, (16, 8))):
+        grid.append((True, d, d, hq, hkv, ragged, ragged))
+        grid.append((False, d, d, hq, hkv, chunk_q, chunk_k))
+    for causal in (True, False):                                         # ALiBi
+        grid.append((causal, 128, 128, 32, 32, ragged, ragged, (-1, -1), 0.0, "bf16", True))
+        grid.append((causal, 128, 128, 32, 8, chunk_q, chunk_k, (-1, -1), 0.0, "bf16", True))
+    grid.append((True, 80, 80, 16, 8, ragged, ragged, (-1, -1), 0.0, "fp16", True))
+    grid.append((False, 256, 256, 16, 8, ragged, ragged, (-1, -1), 0.0, "bf16", True))
+    for window in ((-1, -1), (128, 0), (1024, 0)):                      # Gemma-2 style
+        grid.append((True, 256, 256, 16, 8, ragged, ragged, window, 50.0))
+        grid.append((True, 128, 128, 32, 8, chunk_q, chunk_k, window, 50.0, "bf16", True))
+    grid.append((True, 64, 64, 32, 8, ragged, ragged, (128, 0), 50.0))  # sm_90a: one consumer
+    grid.append((False, 96, 96, 32, 8, chunk_q, chunk_k, (128, 64), 0.0, "bf16", True))
+    grid.append((True, 128, 128, 32, 8, [64, 100], [10, 100], (-1, -1), 0.0, "bf16", True))
+    case_filter = sys.argv[1] if len(sys.argv) > 1 else ""
     results = []
+    ok_checks, checks = input_checks(rt, arch)
+    print(f"{'PASS' if ok_checks else 'FAIL'} input checks: {checks}", flush=True)
+    results.append(dict(signature="input checks", ok=ok_checks, checks=checks))
     for case in grid:
+        if case_filter not in signature(arch, *case):
+            continue
         r = run_case(rt, arch, *case)
         results.append(r)
         print(f"{'PASS' if r['ok'] else 'FAIL'} {r['signature']} q={r['q_lens']} k={r['k_lens']} "

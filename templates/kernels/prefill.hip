@@ -25,6 +25,7 @@ struct mlagen_prefill_params {
   int max_seqlen_q;
   float softmax_scale;
   int reserved;
+  const float *alibi_slopes; // [kNumQHeads] when kAlibi, else unread
 };
 
 namespace mlagen {
@@ -67,6 +68,8 @@ struct Sequence {
   MLAGEN_DEVICE int key_begin(int i) const {
     return kBoundedLeft ? i + len_k - len_q - kWindowLeft : 0;
   }
+  // The key position query i lines up with (ALiBi measures from it).
+  MLAGEN_DEVICE int diagonal(int i) const { return i + len_k - len_q; }
   // One past the last key query i sees, at most len_k.
   MLAGEN_DEVICE int key_end(int i) const {
     return kBoundedRight ? min_int(len_k, i + len_k - len_q + kReachRight + 1) : len_k;
@@ -94,15 +97,29 @@ struct QueryRows {
 // Logits in log2 units, so that softmax runs on exp2. A score is what the
 // kernel keeps per (query, key): the soft-capped logit, or without a cap the
 // raw q.k, whose scaling folds into the exp2 argument (one contracted FMA).
+// ALiBi adds its bias to the score after the cap, pre-divided by the unit
+// (FlashAttention divides the slope by its softmax scale the same way), so
+// that it reaches the logit unscaled.
 struct Logits {
   float unit;       // log2-unit logit = score * unit
   float cap_factor; // q.k -> tanh argument
+  float alibi_step; // score change per key of distance; 0 without ALiBi
 
-  MLAGEN_DEVICE explicit Logits(float softmax_scale)
+  MLAGEN_DEVICE Logits(float softmax_scale, float alibi_slope)
       : unit(kSoftCap > 0.0f ? 1.0f : softmax_scale * kLog2e),
-        cap_factor(kSoftCap > 0.0f ? softmax_scale / kSoftCap : 0.0f) {}
+        cap_factor(kSoftCap > 0.0f ? softmax_scale / kSoftCap : 0.0f),
+        alibi_step(!kAlibi ? 0.0f : kSoftCap > 0.0f ? alibi_slope * kLog2e : alibi_slope / softmax_scale) {}
   MLAGEN_DEVICE float score(float qk) const {
     return kSoftCap > 0.0f ? kSoftCap * kLog2e * tanh_approx(qk * cap_factor) : qk;
+  }
+  // The ALiBi-biased score of a key `distance` = key - diagonal(query)
+  // away: -slope * |distance|, which is slope * distance where causal
+  // masking leaves only distance <= 0. Identity without ALiBi.
+  MLAGEN_DEVICE float biased(float score, int distance) const {
+    if (!kAlibi)
+      return score;
+    const float d = static_cast<float>(distance);
+    return alibi_step * (kCausal || d < 0.0f ? d : -d) + score;
   }
   // exp2(logit - base) of a score; -inf (masked) gives 0.
   MLAGEN_DEVICE float exp2_shifted(float score, float base) const {
@@ -190,6 +207,9 @@ constexpr int kOTiles = kHeadDimV / 8;    // n8 tiles of O
 // Q fragments live in registers unless they and the accumulators would need
 // more than ~160 of the 255 registers a thread may use.
 constexpr bool kQInRegisters = 4 * (kQKSteps + kSTiles + kOTiles) <= 160;
+// Otherwise (head dims 192/192, 256) a fully unrolled Q K^T lets ptxas hoist
+// every K fragment and spill on sm_80; two k-steps at a time keep it in 255.
+constexpr int kQKUnroll = kQInRegisters ? kQKSteps : 2;
 
 // Copies a row-major kRows x kCols global tile into shared memory with row
 // stride kStride, zero-filling rows at or past `rows_valid`. Each thread
@@ -307,7 +327,7 @@ MLAGEN_DEVICE void attend(const Task &task, u16 *smem) {
     const u32 v_base = nv::shared_address(v_tiles + buffer * kVTileElems + v_lane);
 
     float s[kSTiles][4] = {};
-#pragma unroll
+#pragma unroll kQKUnroll
     for (int ks = 0; ks < kQKSteps; ++ks) {
       u32 q_reg[4];
       if (!kQInRegisters)
@@ -329,8 +349,9 @@ MLAGEN_DEVICE void attend(const Task &task, u16 *smem) {
     for (int nt = 0; nt < kSTiles; ++nt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        float x = task.logits.score(s[nt][e]);
-        if (masked && !seq.sees(warp_q0 + group + 8 * (e / 2), k0 + nt * 8 + 2 * quad + e % 2))
+        const int query = warp_q0 + group + 8 * (e / 2), key = k0 + nt * 8 + 2 * quad + e % 2;
+        float x = task.logits.biased(task.logits.score(s[nt][e]), key - seq.diagonal(query));
+        if (masked && !seq.sees(query, key))
           x = kNegInf;
         s[nt][e] = x;
         tile_max[e / 2] = max_float(tile_max[e / 2], x);
@@ -575,7 +596,20 @@ MLAGEN_DEVICE void apply_mask(float (&s)[kTileK / 2], const Sequence &seq, int r
   }
 }
 
-// Online softmax of one S tile held as wgmma accumulators: soft cap, mask
+// Adds the ALiBi bias to a tile: element i is key k0 + 2 quad + c of row
+// row0 + 8 r, so its distance is a per-row base plus the constant c.
+MLAGEN_DEVICE void apply_alibi(float (&s)[kTileK / 2], const Sequence &seq, const Logits &logits, int row0, int k0,
+                               int quad) {
+  int base[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+    base[r] = k0 + 2 * quad - seq.diagonal(row0 + 8 * r);
+#pragma unroll
+  for (int i = 0; i < kTileK / 2; ++i)
+    s[i] = logits.biased(s[i], base[(i % 4) / 2] + (i / 4) * 8 + i % 2);
+}
+
+// Online softmax of one S tile held as wgmma accumulators: soft cap, ALiBi, mask
 // (only tiles that need one, behind a real branch), the two row states of
 // this thread, s -> unnormalised probabilities; returns the O rescale factors.
 MLAGEN_DEVICE void softmax(float (&s)[kTileK / 2], RowState (&rows)[2], float (&alpha)[2], const Task &task,
@@ -586,6 +620,8 @@ MLAGEN_DEVICE void softmax(float (&s)[kTileK / 2], RowState (&rows)[2], float (&
     for (int i = 0; i < kTileK / 2; ++i)
       s[i] = task.logits.score(s[i]);
   }
+  if (kAlibi)
+    apply_alibi(s, seq, task.logits, row0, k0, quad);
   if (warp_rows.needs_mask(seq, k0))
     apply_mask(s, seq, row0, k0, quad);
   float base[2];
@@ -966,8 +1002,7 @@ using cdna::mfma_operand;
 
 static_assert(kWaveSize == 64, "CDNA waves are 64 lanes");
 static_assert(kTileQ % (16 * kNumWarps) == 0, "CDNA: kTileQ is a multiple of 16 * kNumWarps");
-static_assert(kHeadDimQK % kMfmaK == 0 && kTileK % kMfmaK == 0,
-              "CDNA: kHeadDimQK and kTileK are multiples of the MFMA depth (32 on gfx950)");
+static_assert(kTileK % kMfmaK == 0, "CDNA: kTileK is a multiple of the MFMA depth (32 on gfx950)");
 
 constexpr int kBlocksPerWave = kTileQ / (16 * kNumWarps);
 constexpr int kWaveRows = 16 * kBlocksPerWave;
@@ -981,7 +1016,11 @@ constexpr int kVtTileElems = kHeadDimV * kStrideVt;
 constexpr int kSharedBytesUsed = 2 * kStages * (kKTileElems + kVtTileElems);
 static_assert(kSharedBytesUsed <= kSharedBytes, "tiles exceed kSharedBytes");
 
-constexpr int kQKSteps = kHeadDimQK / kMfmaK; // MFMAs per 16x16 block of S^T
+constexpr int kQKSteps = kHeadDimQK / kMfmaK; // full-depth MFMAs per 16x16 block of S^T
+// gfx950 with kHeadDimQK % 32 == 16 (head dim 80): the last 16 columns run
+// as one 16-deep MFMA rather than padding K and Q to the next 32.
+constexpr bool kQKTail = kHeadDimQK % kMfmaK != 0;
+constexpr int kQKTailCol = kQKSteps * kMfmaK;
 constexpr int kSBlocks = kTileK / 16;         // 16-key blocks of S^T
 constexpr int kPVSteps = kTileK / kMfmaK;     // MFMAs per 16x16 block of O^T
 constexpr int kSBlocksPerStep = kMfmaK / 16;  // S^T blocks feeding one PV MFMA
@@ -1105,6 +1144,17 @@ MLAGEN_DEVICE void attend(const Task &task, u16 *smem) {
       q_frag[qb][ks] = row < rows_q ? *reinterpret_cast<const mfma_operand *>(src + ks * kMfmaK) : zero;
     }
   }
+  // The tail's B operand: lane holds Q[query][kQKTailCol + 4 slice + i].
+  u32x2 q_tail[kQKTail ? kBlocksPerWave : 1];
+  if (kQKTail) {
+#pragma unroll
+    for (int qb = 0; qb < kBlocksPerWave; ++qb) {
+      const int row = wave * kWaveRows + qb * 16 + column;
+      const u32x2 zero = {};
+      q_tail[qb] = row < rows_q ? *reinterpret_cast<const u32x2 *>(task.q + row * task.q_stride + kQKTailCol + 4 * slice)
+                                : zero;
+    }
+  }
 
   f32x4 o[kBlocksPerWave][kOBlocks] = {};
   RowState rows[kBlocksPerWave];
@@ -1144,6 +1194,17 @@ MLAGEN_DEVICE void attend(const Task &task, u16 *smem) {
           s[qb][sb] = cdna::mfma_16x16<Elem>(a, q_frag[qb][ks], s[qb][sb]);
       }
     }
+    if (kQKTail) {
+      // k_buf is at column kLaneK * slice; the tail reads 4 * slice.
+      const u16 *const k_tail = k_buf - kLaneK * slice + kQKTailCol + 4 * slice;
+#pragma unroll
+      for (int sb = 0; sb < kSBlocks; ++sb) {
+        const u32x2 a = *reinterpret_cast<const u32x2 *>(k_tail + sb * 16 * kStrideK);
+#pragma unroll
+        for (int qb = 0; qb < kBlocksPerWave; ++qb)
+          s[qb][sb] = cdna::mfma_16x16x16<Elem>(a, q_tail[qb], s[qb][sb]);
+      }
+    }
 
     const bool masked = wave_rows.needs_mask(seq, k0);
     u32x2 p[kBlocksPerWave][kSBlocks]; // probabilities, B operand of O^T += V^T P^T
@@ -1155,8 +1216,9 @@ MLAGEN_DEVICE void attend(const Task &task, u16 *smem) {
       for (int sb = 0; sb < kSBlocks; ++sb) {
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          float x = task.logits.score(s[qb][sb][i]);
-          if (masked && !seq.sees(query, k0 + sb * 16 + 4 * slice + i))
+          const int key = k0 + sb * 16 + 4 * slice + i;
+          float x = task.logits.biased(task.logits.score(s[qb][sb][i]), key - seq.diagonal(query));
+          if (masked && !seq.sees(query, key))
             x = kNegInf;
           s[qb][sb][i] = x;
           tile_max = max_float(tile_max, x);
@@ -1280,7 +1342,7 @@ extern "C" __global__ void MLAGEN_PREFILL_BOUNDS mlagen_prefill(mlagen_prefill_p
       p.k_token_stride,
       p.v_token_stride,
       p.out_token_stride,
-      Logits(p.softmax_scale)};
+      Logits(p.softmax_scale, kAlibi ? p.alibi_slopes[head] : 0.0f)};
 
 #if MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
   if constexpr (kWarpSpecialized)

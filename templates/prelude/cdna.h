@@ -166,6 +166,23 @@ typedef u32 mfma_operand __attribute__((ext_vector_type(kLaneK / 2)));
 // relabelling of the contraction index used by both A and B gives the same D.
 template <class T>
 MLAGEN_DEVICE f32x4 mfma_16x16(mfma_operand a, mfma_operand b, f32x4 d);
+// The 16-deep MFMA on every CDNA target (lane l holds 4 elements at
+// 4 * (l / 16) + i): gfx950 runs a contraction tail of 16 with it.
+template <class T>
+MLAGEN_DEVICE f32x4 mfma_16x16x16(u32x2 a, u32x2 b, f32x4 d);
+template <>
+MLAGEN_DEVICE f32x4 mfma_16x16x16<bf16>(u32x2 a, u32x2 b, f32x4 d) {
+  typedef short i16x4 __attribute__((ext_vector_type(4)));
+  return __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(__builtin_bit_cast(i16x4, a),
+                                                   __builtin_bit_cast(i16x4, b), d, 0, 0, 0);
+}
+template <>
+MLAGEN_DEVICE f32x4 mfma_16x16x16<fp16>(u32x2 a, u32x2 b, f32x4 d) {
+  typedef _Float16 f16x4 __attribute__((ext_vector_type(4)));
+  return __builtin_amdgcn_mfma_f32_16x16x16f16(__builtin_bit_cast(f16x4, a),
+                                               __builtin_bit_cast(f16x4, b), d, 0, 0, 0);
+}
+
 #if defined(__gfx950__)
 template <>
 MLAGEN_DEVICE f32x4 mfma_16x16<bf16>(mfma_operand a, mfma_operand b, f32x4 d) {

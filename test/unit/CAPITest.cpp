@@ -34,7 +34,7 @@ TEST_CASE("signatures travel as text", "[capi]") {
               canonical, sizeof(canonical)) == MLAGEN_OK);
   CHECK(std::string(canonical) ==
         "prefill qk=128 v=128 hq=8 hkv=8 mask=none window=-1,-1 softcap=0 "
-        "lse=0 q=fp16 kv=fp16 out=fp16 layout=varlen tile_q=64 arch=sm_80");
+        "alibi=0 lse=0 q=fp16 kv=fp16 out=fp16 layout=varlen tile_q=64 arch=sm_80");
   CHECK(std::string(mlagen_last_error()).empty());
 
   const std::string valid = Signature().canonical();
@@ -79,7 +79,7 @@ TEST_CASE("C runtimes: create, describe, refuse, destroy", "[capi]") {
 
   CHECK(mlagen_prefill_run(nullptr, nullptr, nullptr, nullptr, nullptr,
                            nullptr, nullptr, nullptr, 1, 1, nullptr, 0.0f,
-                           nullptr) == MLAGEN_INVALID_ARGUMENT);
+                           nullptr, nullptr) == MLAGEN_INVALID_ARGUMENT);
   CHECK(std::string(mlagen_last_error()) == "kernel is null");
   mlagen_runtime_destroy(runtime);
   mlagen_runtime_destroy(nullptr);

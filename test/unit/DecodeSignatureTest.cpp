@@ -31,10 +31,10 @@ TEST_CASE("canonical text of the default decode signature", "[signature]") {
         "decode qk=576 v=512 hq=16 q_len=1 page=64 mask=causal lse=1 q=bf16 "
         "kv=bf16 out=bf16 batch_invariant=0 tile_k=0 arch=sm_90a");
   CHECK(Signature::decode().validate());
-  // Prefill's text is what it was: existing cache keys hold.
+  // Decode's text did not change when prefill gained alibi (cache v3).
   CHECK(Signature().canonical() ==
         "prefill qk=192 v=128 hq=16 hkv=16 mask=causal window=-1,-1 "
-        "softcap=0 lse=1 q=bf16 kv=bf16 out=bf16 layout=varlen tile_q=0 "
+        "softcap=0 alibi=0 lse=1 q=bf16 kv=bf16 out=bf16 layout=varlen tile_q=0 "
         "arch=sm_90a");
 }
 
@@ -132,8 +132,12 @@ TEST_CASE("validate names the decode field and its rule", "[signature]") {
   CHECK(rejection(sig) == "kv_layout must be paged for decode (got varlen)");
   sig = Signature::decode();
   sig.softCap = 30.0f;
-  CHECK_THAT(rejection(sig), Catch::StartsWith("window, soft_cap and tile_q "
-                                               "are prefill fields"));
+  CHECK_THAT(rejection(sig), Catch::StartsWith("window, soft_cap, alibi and "
+                                               "tile_q are prefill fields"));
+  sig = Signature::decode();
+  sig.alibi = true;
+  CHECK_THAT(rejection(sig), Catch::StartsWith("window, soft_cap, alibi and "
+                                               "tile_q are prefill fields"));
   sig = Signature::decode();
   sig.tileK = 24;
   CHECK_THAT(rejection(sig), Catch::StartsWith("tile_k must be 0 (chosen by "

@@ -281,6 +281,31 @@ TEST_CASE("runPrefill fills the parameter block and the grid", "[runtime]") {
     CHECK(p.max_seqlen_q == 300);
     CHECK(p.softmax_scale == Approx(1.0 / std::sqrt(128.0)));
     CHECK(p.reserved == 0);
+    CHECK(p.alibi_slopes == nullptr);
+  }
+
+  SECTION("an alibi kernel needs slopes; others refuse them") {
+    Signature alibiSig = sig;
+    alibiSig.alibi = true;
+    const Kernel *alibi = nullptr;
+    REQUIRE(fake.runtime->getKernel(alibiSig, alibi));
+    PrefillArgs args = someArgs();
+    Status status = fake.runtime->runPrefill(*alibi, args);
+    CHECK(status.code() == StatusCode::InvalidArgument);
+    CHECK(status.message() == "alibi_slopes is null, but the kernel has "
+                              "alibi=1: pass [num_q_heads] fp32 slopes");
+    args.alibiSlopes = reinterpret_cast<const float *>(0x82);
+    CHECK(fake.runtime->runPrefill(*alibi, args).message() ==
+          "alibi_slopes must be 4-byte aligned");
+    args.alibiSlopes = reinterpret_cast<const float *>(0x80);
+    status = fake.runtime->runPrefill(*kernel, args);
+    CHECK(status.code() == StatusCode::InvalidArgument);
+    CHECK_THAT(status.message(),
+               Catch::StartsWith("alibi_slopes is given, but the kernel has "
+                                 "alibi=0"));
+    CHECK(fake.log->launches.empty());
+    REQUIRE(fake.runtime->runPrefill(*alibi, args));
+    CHECK(fake.log->launches.at(0).params.alibi_slopes == args.alibiSlopes);
   }
 
   SECTION("explicit strides, scale and lse pass through") {

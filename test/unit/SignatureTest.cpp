@@ -25,8 +25,8 @@ std::string rejection(const Signature &sig,
 TEST_CASE("canonical text of the default signature", "[signature]") {
   CHECK(Signature().canonical() ==
         "prefill qk=192 v=128 hq=16 hkv=16 mask=causal window=-1,-1 "
-        "softcap=0 lse=1 q=bf16 kv=bf16 out=bf16 layout=varlen tile_q=0 "
-        "arch=sm_90a");
+        "softcap=0 alibi=0 lse=1 q=bf16 kv=bf16 out=bf16 layout=varlen "
+        "tile_q=0 arch=sm_90a");
 }
 
 TEST_CASE("parseSignature inverts canonical", "[signature]") {
@@ -39,6 +39,7 @@ TEST_CASE("parseSignature inverts canonical", "[signature]") {
   sig.windowLeft = 255;
   sig.windowRight = 0;
   sig.softCap = 30.5f;
+  sig.alibi = true;
   sig.returnLSE = false;
   sig.qType = sig.kvType = sig.outType = DType::FP16;
   sig.tileQ = 64;
@@ -79,6 +80,30 @@ TEST_CASE("parseSignature accepts any field order", "[signature]") {
   CHECK(parsed.numKVHeads == 1);
 }
 
+TEST_CASE("alibi is a prefill flag that defaults to off", "[signature]") {
+  // Text written before alibi existed still parses, as alibi=0.
+  Signature parsed;
+  REQUIRE(parseSignature("prefill qk=128 v=128 hq=32 hkv=8 mask=causal "
+                         "window=-1,-1 softcap=0 lse=1 arch=sm_90a",
+                         parsed));
+  CHECK_FALSE(parsed.alibi);
+  REQUIRE(parseSignature("prefill qk=128 v=128 hq=32 hkv=32 mask=causal "
+                         "alibi=1 arch=gfx942",
+                         parsed));
+  CHECK(parsed.alibi);
+  CHECK(parsed.canonical().find(" alibi=1 ") != std::string::npos);
+  Signature other;
+  Status status = parseSignature("prefill qk=128 v=128 hq=8 hkv=8 "
+                                 "mask=causal alibi=yes arch=sm_80",
+                                 other);
+  CHECK(status.message() ==
+        "signature field 'alibi' has a malformed value 'yes'");
+  status = parseSignature("decode qk=576 v=512 hq=16 q_len=1 page=64 "
+                          "alibi=1 arch=sm_90a",
+                          other);
+  CHECK(status.message() == "signature field 'alibi' is not a decode field");
+}
+
 TEST_CASE("parseSignature names what is wrong", "[signature]") {
   const std::string good = Signature().canonical();
   auto error = [](const std::string &text) {
@@ -116,7 +141,11 @@ TEST_CASE("validate accepts the MLA and GQA shapes", "[signature]") {
   gqa.numKVHeads = 8;
   gqa.windowLeft = 0;
   gqa.softCap = 50.0f;
+  gqa.alibi = true;
   gqa.tileQ = 256;
+  CHECK(gqa.validate());
+  // A window wider than any sequence is just unbounded in practice.
+  gqa.windowLeft = gqa.windowRight = 1 << 30;
   CHECK(gqa.validate());
 }
 
@@ -148,6 +177,11 @@ TEST_CASE("validate names the field and the rule", "[signature]") {
   CHECK(rejection(sig) ==
         "window_left must be -1 (unbounded) or >= 0 (got -2)");
   sig = Signature();
+  sig.windowLeft = -5;
+  sig.windowRight = 0;
+  CHECK(rejection(sig) ==
+        "window_left must be -1 (unbounded) or >= 0 (got -5)");
+  sig = Signature();
   sig.windowRight = -3;
   CHECK(rejection(sig) ==
         "window_right must be -1 (unbounded) or >= 0 (got -3)");
@@ -158,6 +192,10 @@ TEST_CASE("validate names the field and the rule", "[signature]") {
   CHECK_THAT(rejection(sig), Catch::StartsWith("soft_cap must be finite"));
   sig.softCap = std::nanf("");
   CHECK_THAT(rejection(sig), Catch::StartsWith("soft_cap must be finite"));
+  sig.softCap = -std::numeric_limits<float>::infinity();
+  CHECK_THAT(rejection(sig), Catch::StartsWith("soft_cap must be finite"));
+  sig.softCap = -0.5f;
+  CHECK(rejection(sig) == "soft_cap must be finite and >= 0 (got -0.5)");
   for (int tile : {8, 24, 272, -16}) {
     sig = Signature();
     sig.tileQ = tile;

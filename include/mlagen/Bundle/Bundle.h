@@ -17,7 +17,8 @@ namespace mlagen {
 
 // DeepSeek-V3 MLA prefill, qk 192 / v 128, bf16, with LSE: causal at 16 and
 // 128 q heads (TP8, TP1) and the non-causal context-chunk variant of each;
-// then absorbed MLA decode, 576/512, bf16, with LSE, at 16 and 128 q heads
+// GQA prefill, causal: Llama-3-8B, Gemma-2-9B (soft cap, sliding window),
+// an ALiBi model (MPT-7B's shape); then absorbed MLA decode, 576/512, bf16, with LSE, at 16 and 128 q heads
 // with pages of 64 and 1 keys; for every arch in `archs`.
 std::vector<Signature> defaultVariantSet(const std::vector<Arch> &archs);
 

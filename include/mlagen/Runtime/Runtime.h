@@ -116,6 +116,10 @@ struct PrefillArgs {
   // runtime cannot read total_q from device memory without a host sync.
   int64_t lseHeadStride = 0;
   float softmaxScale = 0.0f; // 0: 1/sqrt(head_dim_qk); must be finite
+  // [num_q_heads] fp32 ALiBi slopes: required by a kernel whose signature
+  // has alibi=1 and refused by one without (a bias silently not applied is
+  // a wrong answer). The runtime cannot check the length.
+  const float *alibiSlopes = nullptr;
   void *stream = nullptr;    // cudaStream_t or hipStream_t; null: default
 };
 

@@ -68,6 +68,9 @@ struct Signature {
   int windowRight = -1;
   // tanh soft cap on the scaled logits; 0 is off.
   float softCap = 0.0f;
+  // ALiBi: per-q-head slopes (PrefillArgs::alibiSlopes) bias the capped
+  // logits by -slope * |query pos - key pos| (templates/CONTRACT.md).
+  bool alibi = false;
   bool returnLSE = true;
   DType qType = DType::BF16;
   DType kvType = DType::BF16;
@@ -106,7 +109,7 @@ struct Signature {
   // One line, every field of the op, fixed order: the basis of the cache key
   // and the form `mlagen` prints. Stable across releases of the same cache
   // format. Prefill: "prefill qk=192 v=128 hq=16 hkv=16 mask=causal
-  // window=-1,-1 softcap=0 lse=1 q=bf16 kv=bf16 out=bf16 layout=varlen
+  // window=-1,-1 softcap=0 alibi=0 lse=1 q=bf16 kv=bf16 out=bf16 layout=varlen
   // tile_q=0 arch=sm_90a"; decode: "decode qk=576 v=512 hq=16 q_len=1
   // page=64 mask=causal lse=1 q=bf16 kv=bf16 out=bf16 batch_invariant=0
   // tile_k=0 arch=sm_90a"; merge: "merge_attn_states v=128 hq=16 lse=1
@@ -125,7 +128,7 @@ struct Signature {
 // qk, v, hq, hkv, mask and arch are required; decode: qk, v, hq, q_len,
 // page and arch; merge_attn_states: v, hq and arch; expand_page_indices:
 // page and arch; kv_cache_write: qk, v, page and arch (in defaults to kv,
-// or bf16 for an fp8 cache). The others default as above (decode: as
+// or bf16 for an fp8 cache). The others default as above (alibi 0; decode: as
 // Signature::decode()). Unknown or malformed fields, and fields of the other
 // op, give InvalidSignature naming them.
 Status parseSignature(const std::string &text, Signature &out);

@@ -85,6 +85,7 @@ LogicalResult printConfig(PrefillOp op, raw_ostream &os) {
      << "constexpr int kWindowRight = " << op.getWindowRight() << ";\n"
      << "constexpr float kSoftCap = " << floatLiteral(op.getSoftCapValue())
      << ";\n"
+     << "constexpr bool kAlibi = " << boolean(op.getAlibi()) << ";\n"
      << "constexpr bool kReturnLSE = " << boolean(op.getLse()) << ";\n"
      << "constexpr bool kInputBF16 = " << boolean(inputBF16) << ";\n"
      << "constexpr int kTileQ = " << tiling.getTileQ() << ";\n"

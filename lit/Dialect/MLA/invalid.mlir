@@ -40,6 +40,21 @@ mla.prefill @p qk_head_dim = 128, v_head_dim = 128, q_heads = 8, kv_heads = 8, m
 
 // -----
 
+// expected-error @+1 {{window 'left' must be >= -1 (-1 is unbounded), got -5}}
+mla.prefill @p qk_head_dim = 128, v_head_dim = 128, q_heads = 8, kv_heads = 8, mask = causal, window = <left = -5, right = 0>, alibi, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+
+// -----
+
+// expected-error @+1 {{'soft_cap' must be finite and >= 0 (0 is off), got nan}}
+mla.prefill @p qk_head_dim = 128, v_head_dim = 128, q_heads = 8, kv_heads = 8, mask = none, soft_cap = 0x7FC00000, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+
+// -----
+
+// expected-error @+1 {{'soft_cap' must be finite and >= 0 (0 is off), got INF}}
+mla.prefill @p qk_head_dim = 128, v_head_dim = 128, q_heads = 8, kv_heads = 8, mask = none, soft_cap = 0x7F800000, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+
+// -----
+
 // expected-error @+1 {{'tile_q' must be a multiple of 16 in [16, 256], got 72}}
 mla.prefill @p qk_head_dim = 128, v_head_dim = 128, q_heads = 8, kv_heads = 8, mask = none, tile_q = 72, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
 
@@ -71,8 +86,13 @@ mla.prefill @p qk_head_dim = 128, v_head_dim = 128, q_heads = 8, kv_heads = 8, m
 
 // -----
 
-// expected-error @+1 {{'qk_head_dim' (80) must be a multiple of the tiling's 'mma_k' (32) and 'v_head_dim' (128) of its 'mma_n' (16)}}
-mla.prefill @p qk_head_dim = 80, v_head_dim = 128, q_heads = 8, kv_heads = 8, mask = none, arch = gfx942, tiling = <tile_q = 64, tile_k = 32, warps = 4, wave_size = 64, stages = 1, mma_m = 16, mma_n = 16, mma_k = 32>, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+// expected-error @+1 {{'qk_head_dim' (80) must be a multiple of the tiling's 'mma_k' (64; of 16 where mma_k is 32) and 'v_head_dim' (128) of its 'mma_n' (16)}}
+mla.prefill @p qk_head_dim = 80, v_head_dim = 128, q_heads = 8, kv_heads = 8, mask = none, arch = gfx942, tiling = <tile_q = 64, tile_k = 64, warps = 4, wave_size = 64, stages = 1, mma_m = 16, mma_n = 16, mma_k = 64>, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+
+// -----
+
+// expected-error @+1 {{'qk_head_dim' (128) must be a multiple of the tiling's 'mma_k' (16; of 16 where mma_k is 32) and 'v_head_dim' (80) of its 'mma_n' (32)}}
+mla.prefill @p qk_head_dim = 128, v_head_dim = 80, q_heads = 8, kv_heads = 8, mask = none, arch = gfx942, tiling = <tile_q = 64, tile_k = 32, warps = 4, wave_size = 64, stages = 1, mma_m = 16, mma_n = 32, mma_k = 16>, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
 
 // -----
 

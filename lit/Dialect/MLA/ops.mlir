@@ -30,6 +30,12 @@ mla.prefill @qk576_v512 qk_head_dim = 576, v_head_dim = 512, q_heads = 128, kv_h
 //  CHECK-SAME:   mask = none, window = <left = 4096, right = 128>, soft_cap = 3.000000e+01, lse,
 mla.prefill @window_softcap qk_head_dim = 128, v_head_dim = 128, q_heads = 8, kv_heads = 8, mask = none, window = <left = 4096, right = 128>, soft_cap = 30.0, lse, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
 
+// ALiBi with a soft cap and a window (Gemma-2 style plus ALiBi): prints
+// after the cap.
+// CHECK-LABEL: mla.prefill @alibi
+//  CHECK-SAME:   mask = causal, window = <left = 4095, right = 0>, soft_cap = 5.000000e+01, alibi, lse,
+mla.prefill @alibi qk_head_dim = 256, v_head_dim = 256, q_heads = 16, kv_heads = 8, mask = causal, window = <left = 4095, right = 0>, soft_cap = 50.0, alibi, lse, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+
 // One side of the window unbounded.
 // CHECK-LABEL: mla.prefill @window_left_only
 //  CHECK-SAME:   mask = causal, window = <left = 256, right = -1>,

@@ -18,6 +18,7 @@ mla.prefill @gqa_window qk_head_dim = 128, v_head_dim = 128, q_heads = 32, kv_he
 // CHECK-NEXT: constexpr int kWindowLeft = 4096;
 // CHECK-NEXT: constexpr int kWindowRight = 0;
 // CHECK-NEXT: constexpr float kSoftCap = 50.0f;
+// CHECK-NEXT: constexpr bool kAlibi = false;
 // CHECK-NEXT: constexpr bool kReturnLSE = false;
 // CHECK-NEXT: constexpr bool kInputBF16 = false;
 // CHECK-NEXT: constexpr int kTileQ = 64;

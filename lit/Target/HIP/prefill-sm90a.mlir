@@ -16,6 +16,7 @@ mla.prefill @mla_192x128 qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_h
 // CHECK-NEXT: constexpr int kWindowLeft = -1;
 // CHECK-NEXT: constexpr int kWindowRight = -1;
 // CHECK-NEXT: constexpr float kSoftCap = 0.0f;
+// CHECK-NEXT: constexpr bool kAlibi = false;
 // CHECK-NEXT: constexpr bool kReturnLSE = true;
 // CHECK-NEXT: constexpr bool kInputBF16 = true;
 // CHECK-NEXT: constexpr int kTileQ = 128;

@@ -69,14 +69,17 @@ LogicalResult PrefillOp::verify() {
       return emitOpError() << "'tiling' tile_q (" << tiling.getTileQ()
                            << ") must equal the pinned 'tile_q' (" << *tileQ
                            << ")";
-    // The head dims are the K of Q.K^T and the N of P.V.
-    if (getQkHeadDim() % tiling.getMmaK() != 0 ||
-        getVHeadDim() % tiling.getMmaN() != 0)
+    // The head dims are the K of Q.K^T and the N of P.V. A 32-deep MFMA
+    // (gfx950) runs a 16-column tail of Q.K^T 16 deep (head dim 80).
+    int32_t mmaK = tiling.getMmaK();
+    bool qkFits = getQkHeadDim() % mmaK == 0 ||
+                  (mmaK == 32 && getQkHeadDim() % 16 == 0);
+    if (!qkFits || getVHeadDim() % tiling.getMmaN() != 0)
       return emitOpError() << "'qk_head_dim' (" << getQkHeadDim()
                            << ") must be a multiple of the tiling's 'mma_k' ("
-                           << tiling.getMmaK() << ") and 'v_head_dim' ("
-                           << getVHeadDim() << ") of its 'mma_n' ("
-                           << tiling.getMmaN() << ")";
+                           << mmaK << "; of 16 where mma_k is 32) and "
+                           << "'v_head_dim' (" << getVHeadDim()
+                           << ") of its 'mma_n' (" << tiling.getMmaN() << ")";
   }
 
   if (LaunchAttr launch = getLaunchAttr()) {

@@ -11,7 +11,9 @@ def MLA_PrefillOp : MLA_Op<"prefill", [
   let description = [{
     One variable-length prefill kernel: for each sequence, softmax(q kᵀ)
     v over the keys the mask and window let each query see, with an
-    optional tanh soft cap on the logits and an optional log-sum-exp
+    optional tanh soft cap on the logits, optional ALiBi biases (per-head
+    slopes given at launch, added after the cap, FlashAttention's
+    convention: templates/CONTRACT.md) and an optional log-sum-exp
     output. qk_head_dim and v_head_dim are independent (MLA prefill is
     192/128). q_heads is a multiple of kv_heads (grouped-query attention).
 
@@ -24,7 +26,8 @@ def MLA_PrefillOp : MLA_Op<"prefill", [
         q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
     ```
 
-    `window` absent means unbounded, `soft_cap` absent means off,
+    `window` absent means unbounded, `soft_cap` absent means off, `alibi`
+    present adds the biases,
     `tile_q` present pins the query tile, `arch` absent takes the target of
     mla-select-tiling.
   }];
@@ -38,6 +41,7 @@ def MLA_PrefillOp : MLA_Op<"prefill", [
     MLA_MaskAttr:$mask,
     OptionalAttr<MLA_WindowAttr>:$window,
     OptionalAttr<F32Attr>:$soft_cap,
+    UnitAttr:$alibi,
     UnitAttr:$lse,
     OptionalAttr<MLA_IntAttr>:$tile_q,
     OptionalAttr<MLA_ArchAttr>:$arch,
@@ -57,6 +61,7 @@ def MLA_PrefillOp : MLA_Op<"prefill", [
     `mask` `=` `` $mask `,`
     (`window` `=` $window^ `,`)?
     (`soft_cap` `=` $soft_cap^ `,`)?
+    (`alibi` $alibi^ `,`)?
     (`lse` $lse^ `,`)?
     (`tile_q` `=` $tile_q^ `,`)?
     (`arch` `=` `` $arch^ `,`)?
