@@ -1,10 +1,13 @@
-"""MLA prefill (qk 192 / v 128, bf16) : mlagen next to PyTorch's attention backends.
+"""Prefill, bf16, causal: mlagen next to PyTorch's attention backends. MLA
+(qk 192 / v 128) shapes first, then GQA models (Llama-3-8B 32/8 d128, 32/8
+d64, Gemma-2-9B's 16/8 d256 without its soft cap, which SDPA lacks).
 
 Run on the GPU machine from the repo root:
     PYTHONPATH=python python3 bench/bench_prefill.py [--quick]
 Writes prefill_bench.json and prefill_bench.md under $OUT (or /tmp). TFLOP/s
-count useful work only: 2*H*sum(sq*sk)*(192+128), halved for causal (square
-sequences). Times are medians of triton.testing.do_bench.
+count useful work only: 2*H*sum(sq*sk)*(qk+v), halved for causal (square
+sequences). Times are medians of triton.testing.do_bench. GQA peers get K
+and V expanded to the q heads beforehand (outside the timing; same FLOPs).
 """
 import json
 import math
@@ -18,44 +21,41 @@ from triton.testing import do_bench
 
 import mlagen
 
-DQK, DV = 192, 128
-
-
 def bench(fn):
     fn()
     torch.cuda.synchronize()
     return do_bench(fn, warmup=25, rep=200, return_mode="median")
 
 
-def flops(lens, heads, causal):
-    f = sum(2.0 * heads * s * s * (DQK + DV) for s in lens)
+def flops(lens, heads, causal, dqk, dv):
+    f = sum(2.0 * heads * s * s * (dqk + dv) for s in lens)
     return f / 2 if causal else f
 
 
-def mlagen_fn(rt, arch, lens, heads, causal):
-    kernel = rt.kernel(f"prefill qk={DQK} v={DV} hq={heads} hkv={heads} "
+def mlagen_fn(rt, arch, lens, heads, causal, dqk, dv, hkv):
+    kernel = rt.kernel(f"prefill qk={dqk} v={dv} hq={heads} hkv={hkv} "
                        f"mask={'causal' if causal else 'none'} lse=1 q=bf16 kv=bf16 out=bf16 arch={arch}")
     total = sum(lens)
-    q = torch.randn(total, heads, DQK, device="cuda", dtype=torch.bfloat16)
-    k = torch.randn(total, heads, DQK, device="cuda", dtype=torch.bfloat16)
-    v = torch.randn(total, heads, DV, device="cuda", dtype=torch.bfloat16)
-    out = torch.empty(total, heads * DV, device="cuda", dtype=torch.bfloat16)
+    q = torch.randn(total, heads, dqk, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(total, hkv, dqk, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(total, hkv, dv, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty(total, heads * dv, device="cuda", dtype=torch.bfloat16)
     lse = torch.empty(heads, total, device="cuda", dtype=torch.float32)
     cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0)), device="cuda", dtype=torch.int32)
-    scale = 1.0 / math.sqrt(DQK)
+    scale = 1.0 / math.sqrt(dqk)
     return lambda: kernel.prefill(q, k, v, out, cu, cu, max(lens), lse=lse, softmax_scale=scale)
 
 
-def sdpa_fns(lens, heads, causal):
+def sdpa_fns(lens, heads, causal, dqk, dv):
     """One padded batch when all lengths are equal, else a loop over sequences."""
     fns = {}
     groups = [(len(lens), lens[0])] if len(set(lens)) == 1 else [(1, s) for s in lens]
     tensors = []
     for b, s in groups:
-        q = torch.randn(b, heads, s, DQK, device="cuda", dtype=torch.bfloat16)
-        k = torch.randn(b, heads, s, DQK, device="cuda", dtype=torch.bfloat16)
-        v = torch.randn(b, heads, s, DV, device="cuda", dtype=torch.bfloat16)
-        tensors.append((q, k, v, F.pad(v, (0, DQK - DV))))
+        q = torch.randn(b, heads, s, dqk, device="cuda", dtype=torch.bfloat16)
+        k = torch.randn(b, heads, s, dqk, device="cuda", dtype=torch.bfloat16)
+        v = torch.randn(b, heads, s, dv, device="cuda", dtype=torch.bfloat16)
+        tensors.append((q, k, v, F.pad(v, (0, dqk - dv))))
     for name, backend, padded in (("cudnn", SDPBackend.CUDNN_ATTENTION, False),
                                   ("flash2_padV", SDPBackend.FLASH_ATTENTION, True),
                                   ("efficient", SDPBackend.EFFICIENT_ATTENTION, False)):
@@ -78,18 +78,23 @@ def main():
     quick = "--quick" in sys.argv
     rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
     arch = "sm_90a" if torch.cuda.get_device_capability() >= (9, 0) else "sm_80"
-    shapes = [("B4 H16 S4096", [4096] * 4, 16),
-              ("B1 H128 S8192", [8192], 128),
-              ("ragged H16", [8192, 4096, 3000, 2048, 1024, 512, 300, 17], 16)]
+    # (label, lens, hq, hkv, qk, v)
+    shapes = [("B4 H16 S4096", [4096] * 4, 16, 16, 192, 128),
+              ("B1 H128 S8192", [8192], 128, 128, 192, 128),
+              ("ragged H16", [8192, 4096, 3000, 2048, 1024, 512, 300, 17], 16, 16, 192, 128),
+              ("GQA Llama-3-8B 32/8 d128 B4 S4096", [4096] * 4, 32, 8, 128, 128),
+              ("GQA 32/8 d64 B4 S4096", [4096] * 4, 32, 8, 64, 64),
+              ("GQA Gemma-2 16/8 d256 B4 S4096", [4096] * 4, 16, 8, 256, 256)]
     if quick:
         shapes = shapes[:1]
     rows = []
-    for label, lens, heads in shapes:
+    for label, lens, heads, hkv, dqk, dv in shapes:
         causal = True
-        fl = flops(lens, heads, causal)
-        row = {"shape": label, "lens": lens, "heads": heads, "causal": causal}
-        candidates = {"mlagen": mlagen_fn(rt, arch, lens, heads, causal)}
-        candidates.update(sdpa_fns(lens, heads, causal))
+        fl = flops(lens, heads, causal, dqk, dv)
+        row = {"shape": label, "lens": lens, "heads": heads, "kv_heads": hkv, "qk": dqk, "v": dv,
+               "causal": causal}
+        candidates = {"mlagen": mlagen_fn(rt, arch, lens, heads, causal, dqk, dv, hkv)}
+        candidates.update(sdpa_fns(lens, heads, causal, dqk, dv))
         for name, fn in candidates.items():
             try:
                 ms = bench(fn)
@@ -100,7 +105,8 @@ def main():
         rows.append(row)
         torch.cuda.empty_cache()
     names = ["mlagen", "cudnn", "flex", "flash2_padV", "efficient"]
-    md = [f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}; TFLOP/s, causal, qk 192 / v 128, bf16",
+    md = [f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}; TFLOP/s, causal, bf16 "
+          "(MLA rows qk 192 / v 128; flash2_padV pads V to qk where they differ)",
           "", "| shape | " + " | ".join(names) + " | mlagen / cudnn |", "|---" * (len(names) + 2) + "|"]
     for r in rows:
         cells = [str(r.get(n, "-")) for n in names]

@@ -27,10 +27,10 @@ def main():
     res = {"gpu": torch.cuda.get_device_name(), "prefill": [], "decode_batch": [], "decode_seq": []}
     for s in (512, 1024, 2048, 4096, 8192, 16384):
         lens = [s] * (16384 // s)
-        fl = bench_prefill.flops(lens, 16, True)
+        fl = bench_prefill.flops(lens, 16, True, 192, 128)
         row = {"S": s, "B": len(lens)}
-        fns = {"mlagen": bench_prefill.mlagen_fn(rt, arch, lens, 16, True)}
-        peers = bench_prefill.sdpa_fns(lens, 16, True)
+        fns = {"mlagen": bench_prefill.mlagen_fn(rt, arch, lens, 16, True, 192, 128, 16)}
+        peers = bench_prefill.sdpa_fns(lens, 16, True, 192, 128)
         fns.update({k: peers[k] for k in ("cudnn", "flash2_padV")})
         for name, fn in fns.items():
             row[name] = round(fl / bench_prefill.bench(fn) / 1e9, 1)

@@ -17,8 +17,14 @@ import torch.nn.functional as F
 
 import mlagen
 
+# An output passes when max |got - ref| <= max(ATOL, 2 x the error of a
+# low-precision emulation of the same attention (FlashAttention's own test
+# rule): P = exp(s - rowmax) rounded to the input dtype before P.V, output
+# rounded. Rows whose weight sits on a few keys (few visible keys, ALiBi's
+# decay) carry P's rounding, which no bf16 kernel avoids.
 ATOL = 1e-2      # bf16 inputs of unit-normal scale
-LSE_RTOL = 1e-3
+EMULATION_FACTOR = 2.0
+LSE_RTOL = 1e-3  # of max(1, |lse|): LSEs near 0 are held to 1e-3 absolute
 
 
 def visible(sq, sk, causal, window, device):
@@ -53,9 +59,10 @@ def alibi_bias(slopes, sq, sk, device):
 
 
 def reference(q, k, v, cu_q, cu_k, causal, scale, window=(-1, -1), softcap=0.0, slopes=None):
-    """fp32 attention per sequence; returns out [tq, hq, dv], lse [hq, tq]."""
+    """fp32 attention per sequence; returns out [tq, hq, dv], lse [hq, tq] and
+    the low-precision emulation's out [tq, hq, dv] (see ATOL)."""
     hq, hkv = q.shape[1], k.shape[1]
-    outs, lses = [], []
+    outs, lses, emulated = [], [], []
     for b in range(len(cu_q) - 1):
         qb = q[cu_q[b]:cu_q[b + 1]].float().transpose(0, 1)           # [hq, sq, d]
         kb = k[cu_k[b]:cu_k[b + 1]].float().transpose(0, 1).repeat_interleave(hq // hkv, 0)
@@ -71,7 +78,10 @@ def reference(q, k, v, cu_q, cu_k, causal, scale, window=(-1, -1), softcap=0.0, 
         p = torch.exp(s - lse[..., None]).nan_to_num(0.0)
         outs.append(torch.matmul(p, vb).transpose(0, 1))               # [sq, hq, dv]
         lses.append(lse)
-    return torch.cat(outs), torch.cat(lses, 1)
+        un = torch.exp(s - s.amax(-1, keepdim=True)).nan_to_num(0.0)  # in (0, 1]
+        o = torch.matmul(un.to(q.dtype).float(), vb) / un.sum(-1, keepdim=True).clamp_min(1e-30)
+        emulated.append(o.to(q.dtype).float().transpose(0, 1))
+    return torch.cat(outs), torch.cat(lses, 1), torch.cat(emulated)
 
 
 def sdpa(q, k, v, cu_q, cu_k, causal, scale, window=(-1, -1), slopes=None):
@@ -130,21 +140,25 @@ def run_case(rt, arch, causal, dqk, dv, hq, hkv, q_lens, k_lens, window=(-1, -1)
     kernel.prefill(q, k, v, out, cuq, cuk, max(q_lens), lse=lse, softmax_scale=scale,
                    alibi_slopes=slopes.to(dev) if alibi else None)
     torch.cuda.synchronize()
-    ref_out, ref_lse = reference(q, k, v, cu_q, cu_k, causal, scale, window, softcap, slopes)
+    ref_out, ref_lse, emu_out = reference(q, k, v, cu_q, cu_k, causal, scale, window, softcap,
+                                          slopes)
     got = out.view(tq, hq, dv).float()
     unwritten = int(torch.isnan(got).sum()) + int(torch.isnan(lse).sum())
     err = (got - ref_out).abs().max().item()
+    emu_err = (emu_out - ref_out).abs().max().item()
+    tolerance = max(ATOL, EMULATION_FACTOR * emu_err)
     finite = torch.isfinite(ref_lse)
     same_inf = bool(torch.equal(torch.isinf(lse) & (lse < 0), ~finite))
-    lse_rel = ((lse[finite] - ref_lse[finite]).abs() / ref_lse[finite].abs().clamp_min(1e-6)).max().item() \
+    lse_rel = ((lse[finite] - ref_lse[finite]).abs() / ref_lse[finite].abs().clamp_min(1.0)).max().item() \
         if finite.any() else 0.0
     # SDPA has no soft cap: compared only where the function is the same.
     sd = sdpa(q, k, v, cu_q, cu_k, causal, scale, window, slopes).float() if softcap == 0 else ref_out
     rows = finite.transpose(0, 1)  # rows that see at least one key
     sdpa_diff = (got - sd)[rows].abs().max().item() if rows.any() else 0.0
     sdpa_err = (sd - ref_out)[rows].abs().max().item() if rows.any() else 0.0
-    ok = unwritten == 0 and err <= ATOL and lse_rel <= LSE_RTOL and same_inf
+    ok = unwritten == 0 and err <= tolerance and lse_rel <= LSE_RTOL and same_inf
     return dict(signature=sig, q_lens=q_lens, k_lens=k_lens, max_abs_err=err,
+                emulation_max_abs_err=emu_err, tolerance=tolerance,
                 lse_max_rel_err=lse_rel, unwritten=unwritten, empty_rows_lse_neg_inf=same_inf,
                 max_abs_diff_vs_sdpa=sdpa_diff, sdpa_max_abs_err=sdpa_err, ok=ok)
 
@@ -242,13 +256,15 @@ def main():
         r = run_case(rt, arch, *case)
         results.append(r)
         print(f"{'PASS' if r['ok'] else 'FAIL'} {r['signature']} q={r['q_lens']} k={r['k_lens']} "
-              f"err={r['max_abs_err']:.2e} lse_rel={r['lse_max_rel_err']:.2e} "
+              f"err={r['max_abs_err']:.2e} tol={r['tolerance']:.2e} "
+              f"emu_err={r['emulation_max_abs_err']:.2e} lse_rel={r['lse_max_rel_err']:.2e} "
               f"vs_sdpa={r['max_abs_diff_vs_sdpa']:.2e} sdpa_err={r['sdpa_max_abs_err']:.2e} "
               f"unwritten={r['unwritten']}", flush=True)
     out_dir = os.environ.get("OUT", "/tmp")
     with open(os.path.join(out_dir, "prefill_numerics.json"), "w") as f:
         json.dump(dict(gpu=torch.cuda.get_device_name(), backend=rt.backend,
-                       atol=ATOL, lse_rtol=LSE_RTOL, results=results), f, indent=1)
+                       atol=ATOL, emulation_factor=EMULATION_FACTOR, lse_rtol=LSE_RTOL,
+                       results=results), f, indent=1)
     failed = [r for r in results if not r["ok"]]
     print(f"{len(results) - len(failed)}/{len(results)} cases pass", flush=True)
     return 1 if failed else 0
