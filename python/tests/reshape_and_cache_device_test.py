@@ -33,15 +33,18 @@ SHAPES = ((8, 128), (2, 64), (4, 256), (8, 80), (4, 96))  # (kv heads, head dim)
 
 
 def bits(t):
-    """Raw bits of a cache or rows, [slots, hkv, d] (float8 indexes poorly)."""
-    t = t.reshape(-1, t.shape[-2], t.shape[-1]).contiguous()
-    return t.view(torch.uint8 if t.element_size() == 1 else torch.int16)
+    """A copy of the raw bits of a cache or rows as [slots, hkv, d]: viewed as
+    integers first (float8 tensors index and copy poorly), then made
+    contiguous."""
+    raw = t.view(torch.uint8 if t.element_size() == 1 else torch.int16)
+    return raw.reshape(-1, t.shape[-2], t.shape[-1]).contiguous().clone()
 
 
 def expected(sentinel, rows, slots, scale):
-    """The cache after the write: sentinel, with row slots[t] = rows[t] (an
-    fp8 cache: torch's saturated quantisation of rows / scale)."""
-    out = bits(sentinel).clone()
+    """The cache after the write, as bits: the sentinel bits, with row
+    slots[t] = rows[t] (an fp8 cache: torch's saturated quantisation of
+    rows / scale)."""
+    out = sentinel.clone()
     if scale is not None:
         rows = (rows.float() / scale).clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
     keep = slots >= 0
@@ -88,7 +91,7 @@ def run_case(rt, arch, heads, dim, page, dtype, tokens, padded=0, fp8=False, slo
     key = qkv[:, q_heads * dim:(q_heads + heads) * dim].view(total, heads, dim)
     value = qkv[:, (q_heads + heads) * dim:].view(total, heads, dim)
     whole, k_cache, v_cache = make_caches(layout, num_blocks, page, heads, dim, fp8, tdt)
-    sentinel_k, sentinel_v = k_cache.clone(), v_cache.clone()
+    sentinel_k, sentinel_v = bits(k_cache), bits(v_cache)
     slots = torch.randperm(num_blocks * page, device=DEV)[:total].to(torch.int32)
     if padded:
         slots[torch.randperm(total, device=DEV)[:padded]] = -1
