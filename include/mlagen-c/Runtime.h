@@ -144,6 +144,26 @@ MLAGEN_C_EXPORT int mlagen_kv_cache_write_run(
     void *kv_cache, const void *slot_mapping, int slot_mapping_bits,
     const float *scale, int num_tokens, const int64_t *strides, void *stream);
 
+/* GQA KV-cache write (vLLM's reshape_and_cache_flash, NHD layout): for
+ * token t with slot = slot_mapping[t] >= 0 (-1 skips) and each kv head h,
+ * k_cache[slot / page][slot % page][h] = key[t][h] and v_cache[...][h] =
+ * value[t][h]; an fp8 cache (kv=fp8e4m3) stores fp8(key / *k_scale) and
+ * fp8(value / *v_scale), rounded to nearest even and saturated at the
+ * largest finite value. Device pointers: key, value [num_tokens, hkv, v] of
+ * the kernel's in type; k_cache, v_cache [num_blocks, page, hkv, v] of its
+ * kv type; slot_mapping int32 or int64 (slot_mapping_bits 32 or 64);
+ * k_scale, v_scale fp32 [1] (fp8 cache; NULL otherwise). strides: NULL or
+ * 10 element strides (a cache's in its own type), each a multiple of 8:
+ * key_token, key_head, value_token, value_head, k_cache_block,
+ * k_cache_token, k_cache_head, v_cache_block, v_cache_token, v_cache_head;
+ * 0 means contiguous given the stride inside it (head = v, token = hkv *
+ * head, block = page * token). Does not wait for the GPU. */
+MLAGEN_C_EXPORT int mlagen_reshape_and_cache_run(
+    const mlagen_kernel *kernel, const void *key, const void *value,
+    void *k_cache, void *v_cache, const void *slot_mapping,
+    int slot_mapping_bits, const float *k_scale, const float *v_scale,
+    int num_tokens, const int64_t *strides, void *stream);
+
 /* --- Absorbed MLA decode (templates/DECODE_CONTRACT.md) ------------------
  * A planner, made once per kernel and device, says how large the fixed
  * device buffers must be; before each step it plans on the host into an

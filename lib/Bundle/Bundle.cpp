@@ -82,6 +82,20 @@ std::vector<Signature> defaultVariantSet(const std::vector<Arch> &archs) {
         sig.arch = arch;
         set.push_back(sig);
       }
+  // The GQA KV-cache write at Llama-3-8B's shape (8 kv heads of 128) with
+  // vLLM's 16-key pages and 64-key ones: bf16, and fp8 e4m3 where the arch
+  // converts fp8.
+  for (Arch arch : archs)
+    for (DType cache : {DType::BF16, DType::FP8E4M3})
+      for (int pageSize : {16, 64}) {
+        if (cache == DType::FP8E4M3 && arch == Arch::GFX90A)
+          continue;
+        Signature sig = Signature::reshapeAndCache();
+        sig.pageSize = pageSize;
+        sig.kvType = cache;
+        sig.arch = arch;
+        set.push_back(sig);
+      }
   return set;
 }
 

@@ -118,7 +118,8 @@ OwningOpRef<ModuleOp> mlagen::buildVariantModule(MLIRContext &context,
        {std::pair{"op", sig.op == OpKind::Prefill || sig.op == OpKind::Decode ||
                             sig.op == OpKind::MergeAttnStates ||
                             sig.op == OpKind::ExpandPageIndices ||
-                            sig.op == OpKind::KVCacheWrite},
+                            sig.op == OpKind::KVCacheWrite ||
+                            sig.op == OpKind::ReshapeAndCache},
         {"mask", mask.has_value()},
         {"q_type", qType.has_value()},
         {"kv_type", kvType.has_value()},
@@ -157,6 +158,32 @@ OwningOpRef<ModuleOp> mlagen::buildVariantModule(MLIRContext &context,
         sig.headDimQK - sig.headDimV, sig.pageSize,
         mla::ArchAttr::get(&context, *arch), /*launch=*/nullptr, inType,
         *kvType);
+    return module;
+  }
+  if (sig.op == OpKind::ReshapeAndCache) {
+    Signature fixed = Signature::reshapeAndCache();
+    fixed.numKVHeads = sig.numKVHeads;
+    fixed.headDimV = sig.headDimV;
+    fixed.pageSize = sig.pageSize;
+    fixed.kvType = sig.kvType;
+    fixed.qType = fixed.outType = sig.qType;
+    fixed.arch = sig.arch;
+    if (!(fixed == sig)) {
+      emitError(loc) << "a reshape_and_cache signature sets only hkv, v, "
+                        "page, in, kv and arch";
+      return nullptr;
+    }
+    OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+    OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
+    // in_type is printed only where it says something: an fp8 cache.
+    mla::DTypeAttr inType =
+        sig.kvType == DType::FP8E4M3
+            ? mla::DTypeAttr::get(&context, *qType)
+            : mla::DTypeAttr();
+    mla::ReshapeAndCacheOp::create(
+        builder, loc, /*sym_name=*/"reshape_and_cache", sig.numKVHeads,
+        sig.headDimV, sig.pageSize, mla::ArchAttr::get(&context, *arch),
+        /*launch=*/nullptr, inType, *kvType);
     return module;
   }
   if (sig.op == OpKind::ExpandPageIndices) {
@@ -325,6 +352,16 @@ static Signature signatureOf(mla::KVCacheWriteOp op) {
   return sig;
 }
 
+static Signature signatureOf(mla::ReshapeAndCacheOp op) {
+  Signature sig = Signature::reshapeAndCache();
+  sig.numKVHeads = op.getKvHeads();
+  sig.headDimV = op.getHeadDim();
+  sig.pageSize = op.getPageSize();
+  sig.kvType = fromMLA(op.getKvType());
+  sig.qType = sig.outType = fromMLA(op.getInputType());
+  return sig;
+}
+
 Status mlagen::signaturesFromModule(ModuleOp module,
                                     std::vector<Signature> &signatures,
                                     llvm::ArrayRef<Arch> defaultArchs) {
@@ -348,6 +385,9 @@ Status mlagen::signaturesFromModule(ModuleOp module,
       sig = signatureOf(op);
       arch = op.getArch();
     } else if (auto op = dyn_cast<mla::KVCacheWriteOp>(variant)) {
+      sig = signatureOf(op);
+      arch = op.getArch();
+    } else if (auto op = dyn_cast<mla::ReshapeAndCacheOp>(variant)) {
       sig = signatureOf(op);
       arch = op.getArch();
     } else {
@@ -431,6 +471,14 @@ Status mlagen::generateHIP(const Signature &sig, GeneratedKernel &kernel) {
     return Status(StatusCode::GeneratorError, diagnostics);
   kernel.source = std::move(source);
 
+  if (auto op =
+          dyn_cast<mla::ReshapeAndCacheOp>(module->getBody()->front())) {
+    kernel.entryName = op.getLaunchAttr().getEntry().str();
+    kernel.threadsPerBlock = op.getLaunchAttr().getThreads();
+    kernel.sharedBytes = op.getLaunchAttr().getSharedBytes();
+    kernel.tileQ = op.getLaunchAttr().getThreads(); // vectors per block
+    return Status::ok();
+  }
   if (auto op = dyn_cast<mla::KVCacheWriteOp>(module->getBody()->front())) {
     kernel.entryName = op.getLaunchAttr().getEntry().str();
     kernel.threadsPerBlock = op.getLaunchAttr().getThreads();

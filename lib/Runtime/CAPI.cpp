@@ -343,6 +343,46 @@ int mlagen_kv_cache_write_run(const mlagen_kernel *kernel, const void *kv_c,
   });
 }
 
+int mlagen_reshape_and_cache_run(const mlagen_kernel *kernel, const void *key,
+                                 const void *value, void *k_cache,
+                                 void *v_cache, const void *slot_mapping,
+                                 int slot_mapping_bits, const float *k_scale,
+                                 const float *v_scale, int num_tokens,
+                                 const int64_t *strides, void *stream) {
+  return guarded([&]() -> Status {
+    const Kernel *resolved = nullptr;
+    Runtime *runtime = nullptr;
+    if (Status status = resolveKernel(kernel, resolved, runtime); !status)
+      return status;
+    if (slot_mapping_bits != 32 && slot_mapping_bits != 64)
+      return Status(StatusCode::InvalidArgument,
+                    "slot_mapping_bits must be 32 or 64 (got " +
+                        std::to_string(slot_mapping_bits) + ")");
+    ReshapeAndCacheArgs args;
+    args.key = key;
+    args.value = value;
+    args.kCache = k_cache;
+    args.vCache = v_cache;
+    args.slotMapping = slot_mapping;
+    args.slotMappingInt64 = slot_mapping_bits == 64;
+    args.kScale = k_scale;
+    args.vScale = v_scale;
+    args.numTokens = num_tokens;
+    if (strides) {
+      int64_t *fields[] = {
+          &args.keyTokenStride,    &args.keyHeadStride,
+          &args.valueTokenStride,  &args.valueHeadStride,
+          &args.kCacheBlockStride, &args.kCacheTokenStride,
+          &args.kCacheHeadStride,  &args.vCacheBlockStride,
+          &args.vCacheTokenStride, &args.vCacheHeadStride};
+      for (int i = 0; i < 10; ++i)
+        *fields[i] = strides[i];
+    }
+    args.stream = stream;
+    return runtime->runReshapeAndCache(*resolved, args);
+  });
+}
+
 int mlagen_decode_planner_create(const mlagen_kernel *kernel, int max_batch,
                                  int num_sms, int64_t max_seq_len,
                                  mlagen_decode_planner **out) {

@@ -13,6 +13,7 @@
 #include "KVCacheWriteLaunch.h"
 #include "MergeAttnStatesLaunch.h"
 #include "PrefillParams.h"
+#include "ReshapeAndCacheLaunch.h"
 #include "RuntimeInternal.h"
 
 #include <algorithm>
@@ -208,6 +209,8 @@ public:
                               const ExpandPageIndicesArgs &args) override;
   Status runKVCacheWrite(const Kernel &kernel,
                          const KVCacheWriteArgs &args) override;
+  Status runReshapeAndCache(const Kernel &kernel,
+                            const ReshapeAndCacheArgs &args) override;
 
 private:
   // `kernel` as this Runtime loaded it, or an error naming the mix-up.
@@ -549,6 +552,11 @@ Status RuntimeImpl::runExpandPageIndices(const Kernel &kernel,
 Status RuntimeImpl::runKVCacheWrite(const Kernel &kernel,
                                     const KVCacheWriteArgs &args) {
   return launchOne(kernel, args, &prepareKVCacheWriteLaunch);
+}
+
+Status RuntimeImpl::runReshapeAndCache(const Kernel &kernel,
+                                       const ReshapeAndCacheArgs &args) {
+  return launchOne(kernel, args, &prepareReshapeAndCacheLaunch);
 }
 
 Status RuntimeImpl::runPrefill(const Kernel &kernel, const PrefillArgs &args) {

@@ -30,6 +30,8 @@ const char *opKindName(OpKind op) {
     return "expand_page_indices";
   case OpKind::KVCacheWrite:
     return "kv_cache_write";
+  case OpKind::ReshapeAndCache:
+    return "reshape_and_cache";
   }
   return "?";
 }
@@ -228,6 +230,20 @@ Status validateExpandPageIndices(const Signature &sig) {
   return Status::ok();
 }
 
+// The new tokens of a cache write are 16-bit (in, held in qType): copied
+// into a cache of their type, or quantised into an fp8 one.
+Status validateCacheWriteTypes(const Signature &sig) {
+  if (sig.qType == DType::FP8E4M3)
+    return invalid(std::string("in (the new tokens' type) must be bf16 or "
+                               "fp16 for ") +
+                   opKindName(sig.op) + " (got fp8e4m3)");
+  if (sig.kvType != DType::FP8E4M3 && sig.qType != sig.kvType)
+    return invalid(std::string("in must equal kv for a 16-bit cache (got in=") +
+                   dtypeName(sig.qType) + ", kv=" + dtypeName(sig.kvType) +
+                   ")");
+  return Status::ok();
+}
+
 Status validateKVCacheWrite(const Signature &sig) {
   Signature fixed = Signature::kvCacheWrite();
   fixed.headDimQK = sig.headDimQK;
@@ -241,15 +257,8 @@ Status validateKVCacheWrite(const Signature &sig) {
                    "and arch; the other fields keep "
                    "Signature::kvCacheWrite()'s values (q and out are in's "
                    "type)");
-  // The new tokens are 16-bit: copied into a cache of their type, or
-  // quantised into an fp8 one.
-  if (sig.qType == DType::FP8E4M3)
-    return invalid("in (the new tokens' type) must be bf16 or fp16 for "
-                   "kv_cache_write (got fp8e4m3)");
-  if (sig.kvType != DType::FP8E4M3 && sig.qType != sig.kvType)
-    return invalid(std::string("in must equal kv for a 16-bit cache (got in=") +
-                   dtypeName(sig.qType) + ", kv=" + dtypeName(sig.kvType) +
-                   ")");
+  if (Status status = validateCacheWriteTypes(sig); !status)
+    return status;
   if (sig.headDimV < 8 || sig.headDimV > 1024 || sig.headDimV % 8 != 0)
     return invalid("head_dim_v (the latent width) must be a multiple of 8 in "
                    "[8, 1024] for kv_cache_write" +
@@ -261,6 +270,34 @@ Status validateKVCacheWrite(const Signature &sig) {
                    got(rope));
   if (sig.pageSize < 1 || sig.pageSize > 4096)
     return invalid("page_size must be in [1, 4096] for kv_cache_write" +
+                   got(sig.pageSize));
+  return Status::ok();
+}
+
+Status validateReshapeAndCache(const Signature &sig) {
+  Signature fixed = Signature::reshapeAndCache();
+  fixed.numKVHeads = sig.numKVHeads;
+  fixed.headDimV = sig.headDimV;
+  fixed.pageSize = sig.pageSize;
+  fixed.kvType = sig.kvType;
+  fixed.qType = fixed.outType = sig.qType;
+  fixed.arch = sig.arch;
+  if (!(fixed == sig))
+    return invalid("a reshape_and_cache signature sets only hkv, v, page, in, "
+                   "kv and arch; the other fields keep "
+                   "Signature::reshapeAndCache()'s values (q and out are "
+                   "in's type)");
+  if (Status status = validateCacheWriteTypes(sig); !status)
+    return status;
+  if (sig.numKVHeads < 1 || sig.numKVHeads > 256)
+    return invalid("num_kv_heads must be in [1, 256] for reshape_and_cache" +
+                   got(sig.numKVHeads));
+  if (sig.headDimV < 8 || sig.headDimV > 512 || sig.headDimV % 8 != 0)
+    return invalid("head_dim_v (the head dim of keys and values) must be a "
+                   "multiple of 8 in [8, 512] for reshape_and_cache" +
+                   got(sig.headDimV));
+  if (sig.pageSize < 1 || sig.pageSize > 4096)
+    return invalid("page_size must be in [1, 4096] for reshape_and_cache" +
                    got(sig.pageSize));
   return Status::ok();
 }
@@ -323,8 +360,31 @@ Signature Signature::kvCacheWrite() {
   return sig;
 }
 
+Signature Signature::reshapeAndCache() {
+  Signature sig;
+  sig.op = OpKind::ReshapeAndCache;
+  sig.headDimQK = 0;
+  sig.headDimV = 128;
+  sig.numQHeads = 1;
+  sig.numKVHeads = 8;
+  sig.mask = Mask::None;
+  sig.returnLSE = false;
+  sig.kvLayout = KVLayout::Paged;
+  sig.pageSize = 16;
+  return sig;
+}
+
 std::string Signature::canonical() const {
   std::ostringstream os;
+  if (op == OpKind::ReshapeAndCache) {
+    // in= only where it can differ from kv: an fp8 cache.
+    os << "reshape_and_cache hkv=" << numKVHeads << " v=" << headDimV
+       << " page=" << pageSize;
+    if (kvType == DType::FP8E4M3)
+      os << " in=" << dtypeName(qType);
+    os << " kv=" << dtypeName(kvType) << " arch=" << archName(arch);
+    return os.str();
+  }
   if (op == OpKind::KVCacheWrite) {
     // in= only where it can differ from kv: an fp8 cache.
     os << "kv_cache_write qk=" << headDimQK << " v=" << headDimV
@@ -369,7 +429,7 @@ std::string Signature::canonical() const {
 Status Signature::validate() const {
   if (op != OpKind::Prefill && op != OpKind::Decode &&
       op != OpKind::MergeAttnStates && op != OpKind::ExpandPageIndices &&
-      op != OpKind::KVCacheWrite)
+      op != OpKind::KVCacheWrite && op != OpKind::ReshapeAndCache)
     return invalid("op has an unknown value" + got(static_cast<int>(op)));
   if (kvLayout != KVLayout::Varlen && kvLayout != KVLayout::Paged)
     return invalid("kv_layout has an unknown value" +
@@ -392,6 +452,8 @@ Status Signature::validate() const {
     return validateExpandPageIndices(*this);
   if (op == OpKind::KVCacheWrite)
     return validateKVCacheWrite(*this);
+  if (op == OpKind::ReshapeAndCache)
+    return validateReshapeAndCache(*this);
 
   if (qLen != 0 || pageSize != 0 || batchInvariant || tileK != 0)
     return invalid("q_len, page_size, batch_invariant and tile_k are decode "
@@ -448,19 +510,23 @@ Status parseSignature(const std::string &text, Signature &out) {
   if (!(in >> opText))
     return invalid("signature text is empty");
   OpKind op;
-  if (!parseEnum(opText, opKindName, 5, op))
+  if (!parseEnum(opText, opKindName,
+                 static_cast<int>(OpKind::ReshapeAndCache) + 1, op))
     return invalid("unknown op '" + opText +
                    "' (expected prefill, decode, merge_attn_states, "
-                   "expand_page_indices or kv_cache_write)");
+                   "expand_page_indices, kv_cache_write or "
+                   "reshape_and_cache)");
   const bool decode = op == OpKind::Decode;
   const bool merge = op == OpKind::MergeAttnStates;
   const bool expand = op == OpKind::ExpandPageIndices;
   const bool write = op == OpKind::KVCacheWrite;
-  Signature sig = decode   ? Signature::decode()
-                  : merge  ? Signature::mergeAttnStates()
-                  : expand ? Signature::expandPageIndices()
-                  : write  ? Signature::kvCacheWrite()
-                           : Signature();
+  const bool reshape = op == OpKind::ReshapeAndCache;
+  Signature sig = decode    ? Signature::decode()
+                  : merge   ? Signature::mergeAttnStates()
+                  : expand  ? Signature::expandPageIndices()
+                  : write   ? Signature::kvCacheWrite()
+                  : reshape ? Signature::reshapeAndCache()
+                            : Signature();
 
   // Each field parses its value text into `sig`; false means malformed.
   using FieldParser = std::function<bool(const std::string &)>;
@@ -516,7 +582,7 @@ Status parseSignature(const std::string &text, Signature &out) {
       {"page", intField(sig.pageSize)},
       {"batch_invariant", flagField(sig.batchInvariant)},
       {"tile_k", intField(sig.tileK)},
-      // kv_cache_write: the new tokens' type, kept in qType.
+      // Cache writes: the new tokens' type, kept in qType.
       {"in", dtypeField(sig.qType)},
   };
   auto contains = [](const std::vector<std::string> &list,
@@ -528,6 +594,8 @@ Status parseSignature(const std::string &text, Signature &out) {
   const std::vector<std::string> expandFields = {"page", "arch"};
   const std::vector<std::string> writeFields = {"qk", "v", "page", "in",
                                                 "kv", "arch"};
+  const std::vector<std::string> reshapeFields = {"hkv", "v",  "page",
+                                                  "in",  "kv", "arch"};
 
   std::map<std::string, bool> seen;
   std::string token;
@@ -540,11 +608,12 @@ Status parseSignature(const std::string &text, Signature &out) {
                               [&](const auto &f) { return f.first == key; });
     if (field == fields.end())
       return invalid("unknown signature field '" + key + "'");
-    if (merge    ? !contains(mergeFields, key)
-        : expand ? !contains(expandFields, key)
-        : write  ? !contains(writeFields, key)
-                 : key == "in" ||
-                       contains(decode ? prefillOnly : decodeOnly, key))
+    if (merge     ? !contains(mergeFields, key)
+        : expand  ? !contains(expandFields, key)
+        : write   ? !contains(writeFields, key)
+        : reshape ? !contains(reshapeFields, key)
+                  : key == "in" ||
+                        contains(decode ? prefillOnly : decodeOnly, key))
       return invalid("signature field '" + key + "' is not a " + opText +
                      " field");
     if (seen[key])
@@ -563,6 +632,7 @@ Status parseSignature(const std::string &text, Signature &out) {
       : merge  ? std::vector<std::string>{"v", "hq", "arch"}
       : expand ? std::vector<std::string>{"page", "arch"}
       : write  ? std::vector<std::string>{"qk", "v", "page", "arch"}
+      : reshape ? std::vector<std::string>{"hkv", "v", "page", "arch"}
               : std::vector<std::string>{"qk", "v", "hq", "hkv", "mask",
                                          "arch"};
   // Both inputs of a merge have the output's type.
@@ -570,7 +640,7 @@ Status parseSignature(const std::string &text, Signature &out) {
     sig.qType = sig.kvType = sig.outType;
   // A cache write's inputs have the cache's type unless it is fp8 (then
   // in= says, bf16 by default); q and out keep the inputs' type.
-  if (write) {
+  if (write || reshape) {
     if (!seen["in"])
       sig.qType = sig.kvType == DType::FP8E4M3 ? DType::BF16 : sig.kvType;
     sig.outType = sig.qType;

@@ -78,6 +78,10 @@ _lib.mlagen_kv_cache_write_run.argtypes = [
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int64),
     ctypes.c_void_p]
+_lib.mlagen_reshape_and_cache_run.argtypes = [
+    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+    ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+    ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p]
 _lib.mlagen_merge_attn_states_run.argtypes = [
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
@@ -351,6 +355,81 @@ class Kernel:
             self._handle, kv_c.data_ptr(), k_pe.data_ptr(), kv_cache.data_ptr(),
             slot_mapping.data_ptr(), 8 * slot_mapping.element_size(),
             scale.data_ptr() if fp8 else None, tokens, strides, stream))
+
+    def reshape_and_cache(self, key, value, k_cache, v_cache, slot_mapping, k_scale=None,
+                          v_scale=None, stream=None):
+        """GQA KV-cache write (vLLM's reshape_and_cache_flash, NHD layout): for
+        token t with slot = slot_mapping[t] >= 0 (-1 skips) and each kv head h,
+        k_cache[slot // page, slot % page, h] = key[t, h] and v_cache[...] =
+        value[t, h]. key, value [tokens, hkv, v] in the kernel's in dtype (any
+        token/head strides that are multiples of 8: slices of a fused qkv
+        projection work as they are); k_cache, v_cache [num_blocks, page, hkv,
+        v] in its kv dtype, with strides (multiples of 8); slot_mapping int32
+        or int64 [tokens], all on the device. A kernel with kv=fp8e4m3 stores
+        fp8(key / k_scale) and fp8(value / v_scale) (round to nearest even,
+        saturated): the caches are float8_e4m3fn (float8_e4m3fnuz on gfx942)
+        or uint8, k_scale and v_scale float32 device tensors of one element.
+        stream: an int handle, None = current."""
+        import torch
+        f = self.fields
+        if f["op"] != "reshape_and_cache":
+            raise ValueError(f"reshape_and_cache() needs a reshape_and_cache kernel, "
+                             f"not {f['op']}")
+        heads, dim, page = int(f["hkv"]), int(f["v"]), int(f["page"])
+        fp8 = f["kv"] == "fp8e4m3"
+        dtype = getattr(torch, _DTYPE_NAMES[f.get("in", f["kv"])])
+        key, value, k_cache, v_cache = (as_tensor(t, n) for t, n in (
+            (key, "key"), (value, "value"), (k_cache, "k_cache"), (v_cache, "v_cache")))
+        slot_mapping = as_tensor(slot_mapping, "slot_mapping")
+        for name, t in (("key", key), ("value", value)):
+            _check_device_tensor(name, t, dtype, 3, dim)
+            if t.shape[1] != heads:
+                raise ValueError(f"{name} must be [tokens, hkv={heads}, v={dim}], got shape "
+                                 f"{tuple(t.shape)}")
+        if fp8:
+            wrong = "float8_e4m3fn" if f.get("arch") == "gfx942" else "float8_e4m3fnuz"
+            allowed = tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e4m3fnuz")
+                            if hasattr(torch, n) and n != wrong) + (torch.uint8,)
+        else:
+            allowed = (dtype,)
+        for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+            if t.dtype not in allowed:
+                raise ValueError(f"{name} must be {' or '.join(map(str, allowed))} (the "
+                                 f"kernel's), got {t.dtype}")
+            _check_device_tensor(name, t, None, 4, dim, align=8 if fp8 else 16)
+            if t.shape[1] != page or t.shape[2] != heads:
+                raise ValueError(f"{name} must be [num_blocks, page={page}, hkv={heads}, "
+                                 f"v={dim}], got shape {tuple(t.shape)}")
+        scales = [None, None]
+        if fp8:
+            for i, (name, scale) in enumerate((("k_scale", k_scale), ("v_scale", v_scale))):
+                if scale is None:
+                    raise ValueError(f"{name} is required for an fp8 cache: a float32 device "
+                                     f"tensor of one element (stored = x / {name})")
+                scale = as_tensor(scale, name)
+                _check_device_tensor(name, scale, torch.float32, None, None, align=4)
+                if scale.numel() != 1:
+                    raise ValueError(f"{name} must hold one element, got {scale.numel()}")
+                scales[i] = scale.data_ptr()
+        if slot_mapping.dtype not in (torch.int32, torch.int64):
+            raise ValueError(f"slot_mapping must be int32 or int64, got {slot_mapping.dtype}")
+        _check_device_tensor("slot_mapping", slot_mapping, slot_mapping.dtype, 1,
+                             align=slot_mapping.element_size())
+        tokens = slot_mapping.numel()
+        if key.shape[0] != tokens or value.shape[0] != tokens or \
+                not slot_mapping.is_contiguous():
+            raise ValueError(f"key {tuple(key.shape)}, value {tuple(value.shape)} and a "
+                             f"contiguous slot_mapping must agree in tokens ({tokens})")
+        if stream is None:
+            stream = torch.cuda.current_stream(k_cache.device).cuda_stream
+        strides = (ctypes.c_int64 * 10)(
+            key.stride(0), key.stride(1), value.stride(0), value.stride(1),
+            k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
+            v_cache.stride(0), v_cache.stride(1), v_cache.stride(2))
+        _check(_lib.mlagen_reshape_and_cache_run(
+            self._handle, key.data_ptr(), value.data_ptr(), k_cache.data_ptr(),
+            v_cache.data_ptr(), slot_mapping.data_ptr(), 8 * slot_mapping.element_size(),
+            scales[0], scales[1], tokens, strides, stream))
 
     def merge_attn_states(self, prefix_out, prefix_lse, suffix_out, suffix_lse, out,
                           out_lse=None, stream=None):

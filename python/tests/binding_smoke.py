@@ -97,6 +97,13 @@ check(meta["size"] == len(ck.binary) > 1000 and meta["signature"] == canon, "met
 dk = mlagen.compile(DECODE)
 check({"mlagen_decode", "mlagen_decode_reduce"} <= set(dk.entries),
       f"decode compiles (module-level compile): {dk.entries}, {len(dk.binary)} bytes")
+RESHAPE = "reshape_and_cache hkv=8 v=128 page=16 kv=fp8e4m3 arch=sm_90a"
+check(mlagen.canonicalize(RESHAPE) ==
+      "reshape_and_cache hkv=8 v=128 page=16 in=bf16 kv=fp8e4m3 arch=sm_90a",
+      "canonicalize reshape_and_cache (an fp8 cache names its input type)")
+rk = rt.compile(RESHAPE)
+check(rk.binary[:4] == b"\x7fELF" and rk.entries == ["mlagen_reshape_and_cache"],
+      f"reshape_and_cache compiles: {rk.entries}")
 again = rt.compile(PREFILL)
 check(again.binary == ck.binary, "a second compile (memory cache) returns the same bytes")
 expect_error(lambda: rt.compile("prefill qk=192 v=128 hq=16 hkv=3 mask=causal arch=sm_90a"), 1, "",

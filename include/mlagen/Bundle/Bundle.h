@@ -18,8 +18,11 @@ namespace mlagen {
 // DeepSeek-V3 MLA prefill, qk 192 / v 128, bf16, with LSE: causal at 16 and
 // 128 q heads (TP8, TP1) and the non-causal context-chunk variant of each;
 // GQA prefill, causal: Llama-3-8B, Gemma-2-9B (soft cap, sliding window),
-// an ALiBi model (MPT-7B's shape); then absorbed MLA decode, 576/512, bf16, with LSE, at 16 and 128 q heads
-// with pages of 64 and 1 keys; for every arch in `archs`.
+// an ALiBi model (MPT-7B's shape); then absorbed MLA decode, 576/512, with
+// LSE, at 16 and 128 q heads with pages of 64 and 1 keys (bf16 and fp8
+// caches); the MLA KV-cache write into those caches; the GQA KV-cache write
+// (reshape_and_cache) at Llama-3-8B's 8 kv heads of 128, pages of 16 and 64,
+// bf16 and fp8; for every arch in `archs` (fp8 not on gfx90a).
 std::vector<Signature> defaultVariantSet(const std::vector<Arch> &archs);
 
 struct BundleProgress {

@@ -250,6 +250,31 @@ struct KVCacheWriteArgs {
   void *stream = nullptr;
 };
 
+// One GQA KV-cache write (vLLM's reshape_and_cache_flash): for token t with
+// slot = slotMapping[t] >= 0 (-1 skips it) and each kv head h,
+// kCache[slot / page][slot % page][h] = key[t][h] and vCache[...][h] =
+// value[t][h]; an fp8 cache (kv=fp8e4m3) stores fp8(key / *kScale) and
+// fp8(value / *vScale), rounded to nearest even and saturated. Pointers are
+// device memory, strides in elements (a cache's in its own type), each a
+// multiple of 8. A stride of 0 is contiguous given the strides inside it:
+// head = v, token = hkv * head, block = page * token.
+struct ReshapeAndCacheArgs {
+  const void *key = nullptr;         // [num_tokens, hkv, v], in type
+  const void *value = nullptr;       // [num_tokens, hkv, v]
+  void *kCache = nullptr;            // [num_blocks, page, hkv, v], kv type
+  void *vCache = nullptr;            // [num_blocks, page, hkv, v]
+  const void *slotMapping = nullptr; // [num_tokens] int32 or int64, -1 skips
+  bool slotMappingInt64 = false;     // vLLM's slot_mapping is int64
+  const float *kScale = nullptr;     // fp8 cache: [1] fp32; else unused
+  const float *vScale = nullptr;     // fp8 cache: [1] fp32; else unused
+  int numTokens = 0;                 // 0: nothing to launch
+  int64_t keyTokenStride = 0, keyHeadStride = 0;
+  int64_t valueTokenStride = 0, valueHeadStride = 0;
+  int64_t kCacheBlockStride = 0, kCacheTokenStride = 0, kCacheHeadStride = 0;
+  int64_t vCacheBlockStride = 0, vCacheTokenStride = 0, vCacheHeadStride = 0;
+  void *stream = nullptr;
+};
+
 class Runtime {
 public:
   static Status create(RuntimeOptions options, std::unique_ptr<Runtime> &out);
@@ -290,6 +315,10 @@ public:
   // ceil(num_tokens * qk / 8 / threads).
   virtual Status runKVCacheWrite(const Kernel &kernel,
                                  const KVCacheWriteArgs &args) = 0;
+  // Checks `args` and enqueues mlagen_reshape_and_cache on args.stream, grid
+  // ceil(num_tokens * 2 * hkv * v / 8 / threads).
+  virtual Status runReshapeAndCache(const Kernel &kernel,
+                                    const ReshapeAndCacheArgs &args) = 0;
 };
 
 } // namespace mlagen

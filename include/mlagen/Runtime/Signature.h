@@ -19,7 +19,10 @@
 // -> per-token cache slots) uses page only. kv_cache_write (new tokens into
 // a paged MLA latent cache) uses qk (the cache row: latent + rope), v (the
 // latent part), page, kv and, for an fp8 cache, in (the new tokens' 16-bit
-// type, held in qType; out keeps it too).
+// type, held in qType; out keeps it too). reshape_and_cache (new tokens'
+// keys and values into paged GQA caches, vLLM's reshape_and_cache_flash)
+// uses hkv, v (the head dim of keys and values), page, kv and, for an fp8
+// cache, in; qk stays 0, hq 1.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLAGEN_RUNTIME_SIGNATURE_H
@@ -36,7 +39,8 @@ enum class OpKind {
   Decode,
   MergeAttnStates,
   ExpandPageIndices,
-  KVCacheWrite
+  KVCacheWrite,
+  ReshapeAndCache
 };
 enum class DType { BF16, FP16, FP8E4M3 };
 enum class Mask { None, Causal };
@@ -106,6 +110,11 @@ struct Signature {
   // paged, q and out kv's type.
   static Signature kvCacheWrite();
 
+  // The GQA KV-cache write at Llama-3-8B's shape: 8 kv heads of 128, 16-key
+  // pages, bf16; qk 0, hq 1, mask none, lse off, layout paged, q and out
+  // kv's type.
+  static Signature reshapeAndCache();
+
   // One line, every field of the op, fixed order: the basis of the cache key
   // and the form `mlagen` prints. Stable across releases of the same cache
   // format. Prefill: "prefill qk=192 v=128 hq=16 hkv=16 mask=causal
@@ -115,7 +124,9 @@ struct Signature {
   // tile_k=0 arch=sm_90a"; merge: "merge_attn_states v=128 hq=16 lse=1
   // out=bf16 arch=sm_90a"; "expand_page_indices page=64 arch=sm_90a";
   // "kv_cache_write qk=576 v=512 page=64 kv=bf16 arch=sm_90a" (an fp8
-  // cache adds its input type: "... page=64 in=bf16 kv=fp8e4m3 ...").
+  // cache adds its input type: "... page=64 in=bf16 kv=fp8e4m3 ...");
+  // "reshape_and_cache hkv=8 v=128 page=16 kv=bf16 arch=sm_90a" (in= as
+  // for kv_cache_write).
   std::string canonical() const;
 
   // Checks every rule a host app can break; the message names the field.
@@ -128,7 +139,8 @@ struct Signature {
 // qk, v, hq, hkv, mask and arch are required; decode: qk, v, hq, q_len,
 // page and arch; merge_attn_states: v, hq and arch; expand_page_indices:
 // page and arch; kv_cache_write: qk, v, page and arch (in defaults to kv,
-// or bf16 for an fp8 cache). The others default as above (alibi 0; decode: as
+// or bf16 for an fp8 cache); reshape_and_cache: hkv, v, page and arch (in
+// as for kv_cache_write). The others default as above (alibi 0; decode: as
 // Signature::decode()). Unknown or malformed fields, and fields of the other
 // op, give InvalidSignature naming them.
 Status parseSignature(const std::string &text, Signature &out);

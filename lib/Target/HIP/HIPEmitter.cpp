@@ -22,6 +22,8 @@ constexpr llvm::StringLiteral kExpandPageIndicesTemplate =
     "kernels/expand_page_indices.hip";
 constexpr llvm::StringLiteral kKVCacheWriteTemplate =
     "kernels/kv_cache_write.hip";
+constexpr llvm::StringLiteral kReshapeAndCacheTemplate =
+    "kernels/reshape_and_cache.hip";
 constexpr llvm::StringLiteral kMergeAttnStatesTemplate =
     "kernels/merge_attn_states.hip";
 constexpr llvm::StringLiteral kCommonPrelude = "prelude/common.h";
@@ -179,6 +181,22 @@ LogicalResult printConfig(KVCacheWriteOp op, raw_ostream &os) {
   return success();
 }
 
+/// The config block of templates/kernels/reshape_and_cache.hip.
+LogicalResult printConfig(ReshapeAndCacheOp op, raw_ostream &os) {
+  printConfigHeader(op.getSymName(), *op.getArch(), os);
+  os << "constexpr int kNumKVHeads = " << op.getKvHeads() << ";\n"
+     << "constexpr int kHeadDim = " << op.getHeadDim() << ";\n"
+     << "constexpr int kPageSize = " << op.getPageSize() << ";\n"
+     << "constexpr bool kInputBF16 = "
+     << boolean(op.getInputType() == DType::BF16) << ";\n"
+     << "constexpr bool kCacheFP8 = "
+     << boolean(op.getKvType() == DType::F8E4M3) << ";\n"
+     << "constexpr int kThreads = " << op.getLaunchAttr().getThreads()
+     << ";\n"
+     << "} // namespace mlagen_config\n";
+  return success();
+}
+
 /// The next `@@NAME@@` in `text` at or after `from`, or an empty StringRef.
 StringRef findPlaceholder(StringRef text, size_t from = 0) {
   for (size_t start = text.find("@@", from); start != StringRef::npos;
@@ -282,17 +300,21 @@ LogicalResult mlagen::emitHIP(KVCacheWriteOp op, raw_ostream &os) {
   return emitFromTemplate(op, kKVCacheWriteTemplate, os);
 }
 
+LogicalResult mlagen::emitHIP(ReshapeAndCacheOp op, raw_ostream &os) {
+  return emitFromTemplate(op, kReshapeAndCacheTemplate, os);
+}
+
 LogicalResult mlagen::emitHIP(ModuleOp module, raw_ostream &os) {
   SmallVector<Operation *> variants;
   for (Operation &op : module.getOps())
     if (isa<PrefillOp, DecodeOp, MergeAttnStatesOp, ExpandPageIndicesOp,
-            KVCacheWriteOp>(op))
+            KVCacheWriteOp, ReshapeAndCacheOp>(op))
       variants.push_back(&op);
   if (variants.size() != 1)
     return module.emitError()
            << "expected one variant (mla.prefill, mla.decode, "
-              "mla.merge_attn_states, mla.expand_page_indices or "
-              "mla.kv_cache_write) to emit, found "
+              "mla.merge_attn_states, mla.expand_page_indices, "
+              "mla.kv_cache_write or mla.reshape_and_cache) to emit, found "
            << variants.size();
   if (auto decode = dyn_cast<DecodeOp>(variants.front()))
     return emitHIP(decode, os);
@@ -301,6 +323,8 @@ LogicalResult mlagen::emitHIP(ModuleOp module, raw_ostream &os) {
   if (auto expand = dyn_cast<ExpandPageIndicesOp>(variants.front()))
     return emitHIP(expand, os);
   if (auto write = dyn_cast<KVCacheWriteOp>(variants.front()))
+    return emitHIP(write, os);
+  if (auto write = dyn_cast<ReshapeAndCacheOp>(variants.front()))
     return emitHIP(write, os);
   return emitHIP(cast<PrefillOp>(variants.front()), os);
 }

@@ -20,6 +20,7 @@ class ExpandPageIndicesOp;
 class KVCacheWriteOp;
 class MergeAttnStatesOp;
 class PrefillOp;
+class ReshapeAndCacheOp;
 } // namespace mla
 
 /// Prints `op`, prepared by mla-prepare-emission, as one self-contained HIP
@@ -43,9 +44,13 @@ mlir::LogicalResult emitHIP(mla::ExpandPageIndicesOp op,
 /// templates/kernels/kv_cache_write.hip.
 mlir::LogicalResult emitHIP(mla::KVCacheWriteOp op, llvm::raw_ostream &os);
 
+/// Prints a prepared reshape_and_cache variant from
+/// templates/kernels/reshape_and_cache.hip.
+mlir::LogicalResult emitHIP(mla::ReshapeAndCacheOp op, llvm::raw_ostream &os);
+
 /// Prints the single variant (mla.prefill, mla.decode,
-/// mla.merge_attn_states, mla.expand_page_indices or mla.kv_cache_write) of
-/// `module`.
+/// mla.merge_attn_states, mla.expand_page_indices, mla.kv_cache_write or
+/// mla.reshape_and_cache) of `module`.
 mlir::LogicalResult emitHIP(mlir::ModuleOp module, llvm::raw_ostream &os);
 
 /// Registers `--mla-to-hip` with mlir-translate.

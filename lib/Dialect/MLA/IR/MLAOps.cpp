@@ -201,6 +201,29 @@ LogicalResult ExpandPageIndicesOp::verify() {
   return success();
 }
 
+/// The type rules of a cache write (kv_cache_write, reshape_and_cache): the
+/// inputs are 16-bit; an fp8 cache quantises them, a 16-bit one copies.
+static LogicalResult verifyCacheWriteTypes(Operation *op, DType input,
+                                           DType cache,
+                                           std::optional<Arch> arch,
+                                           bool hasLaunch) {
+  if (input == DType::F8E4M3)
+    return op->emitOpError() << "an f8E4M3 cache needs 'in_type' bf16 or f16 "
+                                "(the new tokens' type)";
+  if (cache != DType::F8E4M3 && input != cache)
+    return op->emitOpError()
+           << "'in_type' (" << stringifyDType(input) << ") must equal "
+           << "'kv_type' (" << stringifyDType(cache) << ") for a 16-bit cache";
+  if (cache == DType::F8E4M3 && arch && *arch == Arch::GFX90A)
+    return op->emitOpError() << "gfx90a has no fp8 conversion instructions: "
+                                "an f8E4M3 cache needs sm_80, sm_90a, gfx942 "
+                                "(FNUZ) or gfx950 (OCP)";
+  if (hasLaunch && !arch)
+    return op->emitOpError() << "'launch' requires 'arch': a launch is "
+                                "prepared for a target";
+  return success();
+}
+
 LogicalResult KVCacheWriteOp::verify() {
   // A thread moves 8 elements (16 bytes) of one part of a row.
   for (auto [field, value] : {std::pair{"latent_dim", getLatentDim()},
@@ -210,21 +233,16 @@ LogicalResult KVCacheWriteOp::verify() {
                            << "' must be a multiple of 8 (a 16-byte vector "
                               "of 16-bit elements), got "
                            << value;
-  // Inputs are 16-bit; an fp8 cache quantises them, a 16-bit one copies.
-  if (getInputType() == DType::F8E4M3)
-    return emitOpError() << "an f8E4M3 cache needs 'in_type' bf16 or f16 "
-                            "(the new tokens' type)";
-  if (getKvType() != DType::F8E4M3 && getInputType() != getKvType())
-    return emitOpError() << "'in_type' (" << stringifyDType(getInputType())
-                         << ") must equal 'kv_type' ("
-                         << stringifyDType(getKvType())
-                         << ") for a 16-bit cache";
-  if (getKvType() == DType::F8E4M3 && getArch() && *getArch() == Arch::GFX90A)
-    return emitOpError() << "gfx90a has no fp8 conversion instructions: an "
-                            "f8E4M3 cache needs sm_80, sm_90a, gfx942 (FNUZ) "
-                            "or gfx950 (OCP)";
-  if (getLaunchAttr() && !getArch())
-    return emitOpError() << "'launch' requires 'arch': a launch is prepared "
-                            "for a target";
-  return success();
+  return verifyCacheWriteTypes(*this, getInputType(), getKvType(), getArch(),
+                               static_cast<bool>(getLaunchAttr()));
+}
+
+LogicalResult ReshapeAndCacheOp::verify() {
+  // A thread moves 8 elements (16 bytes) of one head.
+  if (getHeadDim() % 8 != 0)
+    return emitOpError() << "'head_dim' must be a multiple of 8 (a 16-byte "
+                            "vector of 16-bit elements), got "
+                         << getHeadDim();
+  return verifyCacheWriteTypes(*this, getInputType(), getKvType(), getArch(),
+                               static_cast<bool>(getLaunchAttr()));
 }

@@ -126,6 +126,21 @@ LogicalResult prepareForEmission(KVCacheWriteOp op) {
   return success();
 }
 
+/// The entry point templates/kernels/reshape_and_cache.hip defines; a
+/// thread per 16-byte vector of a key or a value head.
+constexpr llvm::StringLiteral kReshapeAndCacheEntry =
+    "mlagen_reshape_and_cache";
+constexpr int32_t kReshapeAndCacheThreads = 256;
+
+LogicalResult prepareForEmission(ReshapeAndCacheOp op) {
+  if (!op.getArch())
+    return op.emitOpError()
+           << "has no 'arch': run mla-select-tiling before emission";
+  op.setLaunchAttr(LaunchAttr::get(op.getContext(), kReshapeAndCacheEntry,
+                                   kReshapeAndCacheThreads, 0));
+  return success();
+}
+
 struct PrepareEmissionPass
     : mlagen::mla::impl::MLAPrepareEmissionPassBase<PrepareEmissionPass> {
   void runOnOperation() override {
@@ -143,6 +158,9 @@ struct PrepareEmissionPass
       if (failed(prepareForEmission(op)))
         signalPassFailure();
     for (KVCacheWriteOp op : getOperation().getOps<KVCacheWriteOp>())
+      if (failed(prepareForEmission(op)))
+        signalPassFailure();
+    for (ReshapeAndCacheOp op : getOperation().getOps<ReshapeAndCacheOp>())
       if (failed(prepareForEmission(op)))
         signalPassFailure();
   }

@@ -211,6 +211,8 @@ struct SelectTilingPass
       setArch(op);
     for (KVCacheWriteOp op : module.getOps<KVCacheWriteOp>())
       setArch(op);
+    for (ReshapeAndCacheOp op : module.getOps<ReshapeAndCacheOp>())
+      setArch(op);
     for (MergeAttnStatesOp op : module.getOps<MergeAttnStatesOp>()) {
       if (op.getArch())
         continue;

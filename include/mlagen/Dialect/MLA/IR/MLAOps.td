@@ -289,4 +289,59 @@ def MLA_KVCacheWriteOp : MLA_Op<"kv_cache_write", [
   let hasVerifier = 1;
 }
 
+def MLA_ReshapeAndCacheOp : MLA_Op<"reshape_and_cache", [
+    Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "writes new tokens' keys and values into paged GQA caches";
+  let description = [{
+    The GQA KV-cache write (vLLM's reshape_and_cache_flash, NHD layout):
+    for token t with slot = slot_mapping[t] >= 0 (-1 skips a padded
+    token), k_cache[slot / page_size][slot % page_size][h] = key[t][h] and
+    v_cache[...][h] = value[t][h] for each of the kv_heads heads of
+    head_dim elements. key and value are [tokens, kv_heads, head_dim], each
+    cache [num_blocks, page_size, kv_heads, head_dim], all with strides;
+    slots are int32 or int64 (a run-time choice). A 16-bit cache has the
+    inputs' type; an f8E4M3 cache stores fp8(x / k_scale) for keys and
+    fp8(x / v_scale) for values of `in_type` (bf16 or f16) inputs, run-time
+    scales, saturated at the largest finite value. 16-byte input vectors.
+
+    ```mlir
+    mla.reshape_and_cache @llama3_8b kv_heads = 8, head_dim = 128,
+        page_size = 16, arch = sm_90a, kv_type = bf16
+    mla.reshape_and_cache @llama3_8b_fp8 kv_heads = 8, head_dim = 128,
+        page_size = 16, in_type = bf16, kv_type = f8E4M3
+    ```
+  }];
+
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    ConfinedAttr<MLA_IntAttr, [MLA_IntInRange<1, 256>]>:$kv_heads,
+    ConfinedAttr<MLA_IntAttr, [MLA_IntInRange<8, 512>]>:$head_dim,
+    ConfinedAttr<MLA_IntAttr, [MLA_IntInRange<1, 4096>]>:$page_size,
+    OptionalAttr<MLA_ArchAttr>:$arch,
+    OptionalAttr<MLA_LaunchAttr>:$launch,
+    OptionalAttr<MLA_DTypeAttr>:$in_type,
+    MLA_DTypeAttr:$kv_type
+  );
+
+  let extraClassDeclaration = [{
+    /// The new tokens' element type: in_type, or the 16-bit cache's.
+    ::mlagen::mla::DType getInputType() {
+      return getInType().value_or(getKvType());
+    }
+  }];
+
+  let assemblyFormat = [{
+    $sym_name
+    `kv_heads` `=` $kv_heads `,` `head_dim` `=` $head_dim `,`
+    `page_size` `=` $page_size `,`
+    (`arch` `=` `` $arch^ `,`)?
+    (`launch` `=` $launch^ `,`)?
+    (`in_type` `=` `` $in_type^ `,`)?
+    `kv_type` `=` `` $kv_type
+    attr-dict
+  }];
+
+  let hasVerifier = 1;
+}
+
 #endif // MLAGEN_DIALECT_MLA_IR_MLAOPS_TD
