@@ -26,6 +26,8 @@ if [[ $what == numerics || $what == all ]]; then
   python3 python/tests/decode_device_test.py 2>&1 | tee "$out/decode-numerics.txt" || status=1
   echo "== merge_attn_states and chunked-context prefill"
   python3 python/tests/merge_attn_states_device_test.py 2>&1 | tee "$out/merge-numerics.txt" || status=1
+  echo "== GQA extend over a paged cache (gather_cache + prefill + merge)"
+  python3 python/tests/gqa_extend_device_test.py 2>&1 | tee "$out/gqa-extend.txt" || status=1
   echo "== MLA KV-cache write"
   python3 python/tests/kv_cache_write_device_test.py 2>&1 | tee "$out/kv-cache-write.txt" || status=1
   echo "== GQA KV-cache write (reshape_and_cache)"

@@ -164,6 +164,27 @@ MLAGEN_C_EXPORT int mlagen_reshape_and_cache_run(
     int slot_mapping_bits, const float *k_scale, const float *v_scale,
     int num_tokens, const int64_t *strides, void *stream);
 
+/* GQA KV-cache gather (vLLM's gather_and_maybe_dequant_cache, NHD
+ * layout): for flat token i with slot = slots[i] >= 0 and each kv head h,
+ * out_k[i][h] = k_cache[slot / page][slot % page][h] and out_v[i][h] =
+ * v_cache[...][h]; slot -1 writes zeros. A 16-bit cache is copied bit for
+ * bit; an fp8 cache (kv=fp8e4m3) gives float(stored) * *k_scale (*v_scale
+ * for values) rounded to nearest even in the kernel's out type. Device
+ * pointers: k_cache, v_cache [num_blocks, page, hkv, v] of the kv type;
+ * out_k, out_v [num_tokens, hkv, v] of the out type; slots int32 or int64
+ * (slots_bits 32 or 64); k_scale, v_scale fp32 [1] (fp8 cache; NULL
+ * otherwise). strides: NULL or 10 element strides (a cache's in its own
+ * type), each a multiple of 8: out_k_token, out_k_head, out_v_token,
+ * out_v_head, k_cache_block, k_cache_token, k_cache_head, v_cache_block,
+ * v_cache_token, v_cache_head; 0 means contiguous given the stride inside
+ * it (head = v, token = hkv * head, block = page * token). Does not wait
+ * for the GPU. */
+MLAGEN_C_EXPORT int mlagen_gather_cache_run(
+    const mlagen_kernel *kernel, const void *k_cache, const void *v_cache,
+    void *out_k, void *out_v, const void *slots, int slots_bits,
+    const float *k_scale, const float *v_scale, int num_tokens,
+    const int64_t *strides, void *stream);
+
 /* --- Absorbed MLA decode (templates/DECODE_CONTRACT.md) ------------------
  * A planner, made once per kernel and device, says how large the fixed
  * device buffers must be; before each step it plans on the host into an

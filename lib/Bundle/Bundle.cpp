@@ -96,6 +96,19 @@ std::vector<Signature> defaultVariantSet(const std::vector<Arch> &archs) {
         sig.arch = arch;
         set.push_back(sig);
       }
+  // Its read side for extend (chunked prefill): the same caches gathered
+  // into bf16 keys and values.
+  for (Arch arch : archs)
+    for (DType cache : {DType::BF16, DType::FP8E4M3})
+      for (int pageSize : {16, 64}) {
+        if (cache == DType::FP8E4M3 && arch == Arch::GFX90A)
+          continue;
+        Signature sig = Signature::gatherCache();
+        sig.pageSize = pageSize;
+        sig.kvType = cache;
+        sig.arch = arch;
+        set.push_back(sig);
+      }
   return set;
 }
 

@@ -119,7 +119,8 @@ OwningOpRef<ModuleOp> mlagen::buildVariantModule(MLIRContext &context,
                             sig.op == OpKind::MergeAttnStates ||
                             sig.op == OpKind::ExpandPageIndices ||
                             sig.op == OpKind::KVCacheWrite ||
-                            sig.op == OpKind::ReshapeAndCache},
+                            sig.op == OpKind::ReshapeAndCache ||
+                            sig.op == OpKind::GatherCache},
         {"mask", mask.has_value()},
         {"q_type", qType.has_value()},
         {"kv_type", kvType.has_value()},
@@ -184,6 +185,32 @@ OwningOpRef<ModuleOp> mlagen::buildVariantModule(MLIRContext &context,
         builder, loc, /*sym_name=*/"reshape_and_cache", sig.numKVHeads,
         sig.headDimV, sig.pageSize, mla::ArchAttr::get(&context, *arch),
         /*launch=*/nullptr, inType, *kvType);
+    return module;
+  }
+  if (sig.op == OpKind::GatherCache) {
+    Signature fixed = Signature::gatherCache();
+    fixed.numKVHeads = sig.numKVHeads;
+    fixed.headDimV = sig.headDimV;
+    fixed.pageSize = sig.pageSize;
+    fixed.kvType = sig.kvType;
+    fixed.qType = fixed.outType = sig.outType;
+    fixed.arch = sig.arch;
+    if (!(fixed == sig)) {
+      emitError(loc) << "a gather_cache signature sets only hkv, v, page, kv, "
+                        "out and arch";
+      return nullptr;
+    }
+    OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+    OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
+    // out_type is printed only where it says something: an fp8 cache.
+    mla::DTypeAttr gatheredType =
+        sig.kvType == DType::FP8E4M3
+            ? mla::DTypeAttr::get(&context, *outType)
+            : mla::DTypeAttr();
+    mla::GatherCacheOp::create(
+        builder, loc, /*sym_name=*/"gather_cache", sig.numKVHeads,
+        sig.headDimV, sig.pageSize, mla::ArchAttr::get(&context, *arch),
+        /*launch=*/nullptr, *kvType, gatheredType);
     return module;
   }
   if (sig.op == OpKind::ExpandPageIndices) {
@@ -362,6 +389,16 @@ static Signature signatureOf(mla::ReshapeAndCacheOp op) {
   return sig;
 }
 
+static Signature signatureOf(mla::GatherCacheOp op) {
+  Signature sig = Signature::gatherCache();
+  sig.numKVHeads = op.getKvHeads();
+  sig.headDimV = op.getHeadDim();
+  sig.pageSize = op.getPageSize();
+  sig.kvType = fromMLA(op.getKvType());
+  sig.qType = sig.outType = fromMLA(op.getOutputType());
+  return sig;
+}
+
 Status mlagen::signaturesFromModule(ModuleOp module,
                                     std::vector<Signature> &signatures,
                                     llvm::ArrayRef<Arch> defaultArchs) {
@@ -388,6 +425,9 @@ Status mlagen::signaturesFromModule(ModuleOp module,
       sig = signatureOf(op);
       arch = op.getArch();
     } else if (auto op = dyn_cast<mla::ReshapeAndCacheOp>(variant)) {
+      sig = signatureOf(op);
+      arch = op.getArch();
+    } else if (auto op = dyn_cast<mla::GatherCacheOp>(variant)) {
       sig = signatureOf(op);
       arch = op.getArch();
     } else {
@@ -471,6 +511,13 @@ Status mlagen::generateHIP(const Signature &sig, GeneratedKernel &kernel) {
     return Status(StatusCode::GeneratorError, diagnostics);
   kernel.source = std::move(source);
 
+  if (auto op = dyn_cast<mla::GatherCacheOp>(module->getBody()->front())) {
+    kernel.entryName = op.getLaunchAttr().getEntry().str();
+    kernel.threadsPerBlock = op.getLaunchAttr().getThreads();
+    kernel.sharedBytes = op.getLaunchAttr().getSharedBytes();
+    kernel.tileQ = op.getLaunchAttr().getThreads(); // vectors per block
+    return Status::ok();
+  }
   if (auto op =
           dyn_cast<mla::ReshapeAndCacheOp>(module->getBody()->front())) {
     kernel.entryName = op.getLaunchAttr().getEntry().str();

@@ -383,6 +383,46 @@ int mlagen_reshape_and_cache_run(const mlagen_kernel *kernel, const void *key,
   });
 }
 
+int mlagen_gather_cache_run(const mlagen_kernel *kernel, const void *k_cache,
+                            const void *v_cache, void *out_k, void *out_v,
+                            const void *slots, int slots_bits,
+                            const float *k_scale, const float *v_scale,
+                            int num_tokens, const int64_t *strides,
+                            void *stream) {
+  return guarded([&]() -> Status {
+    const Kernel *resolved = nullptr;
+    Runtime *runtime = nullptr;
+    if (Status status = resolveKernel(kernel, resolved, runtime); !status)
+      return status;
+    if (slots_bits != 32 && slots_bits != 64)
+      return Status(StatusCode::InvalidArgument,
+                    "slots_bits must be 32 or 64 (got " +
+                        std::to_string(slots_bits) + ")");
+    GatherCacheArgs args;
+    args.kCache = k_cache;
+    args.vCache = v_cache;
+    args.outK = out_k;
+    args.outV = out_v;
+    args.slots = slots;
+    args.slotsInt64 = slots_bits == 64;
+    args.kScale = k_scale;
+    args.vScale = v_scale;
+    args.numTokens = num_tokens;
+    if (strides) {
+      int64_t *fields[] = {
+          &args.outKTokenStride,   &args.outKHeadStride,
+          &args.outVTokenStride,   &args.outVHeadStride,
+          &args.kCacheBlockStride, &args.kCacheTokenStride,
+          &args.kCacheHeadStride,  &args.vCacheBlockStride,
+          &args.vCacheTokenStride, &args.vCacheHeadStride};
+      for (int i = 0; i < 10; ++i)
+        *fields[i] = strides[i];
+    }
+    args.stream = stream;
+    return runtime->runGatherCache(*resolved, args);
+  });
+}
+
 int mlagen_decode_planner_create(const mlagen_kernel *kernel, int max_batch,
                                  int num_sms, int64_t max_seq_len,
                                  mlagen_decode_planner **out) {

@@ -10,6 +10,7 @@
 #include "Log.h"
 #include "DecodeLaunch.h"
 #include "ExpandPageIndicesLaunch.h"
+#include "GatherCacheLaunch.h"
 #include "KVCacheWriteLaunch.h"
 #include "MergeAttnStatesLaunch.h"
 #include "PrefillParams.h"
@@ -211,6 +212,8 @@ public:
                          const KVCacheWriteArgs &args) override;
   Status runReshapeAndCache(const Kernel &kernel,
                             const ReshapeAndCacheArgs &args) override;
+  Status runGatherCache(const Kernel &kernel,
+                        const GatherCacheArgs &args) override;
 
 private:
   // `kernel` as this Runtime loaded it, or an error naming the mix-up.
@@ -557,6 +560,11 @@ Status RuntimeImpl::runKVCacheWrite(const Kernel &kernel,
 Status RuntimeImpl::runReshapeAndCache(const Kernel &kernel,
                                        const ReshapeAndCacheArgs &args) {
   return launchOne(kernel, args, &prepareReshapeAndCacheLaunch);
+}
+
+Status RuntimeImpl::runGatherCache(const Kernel &kernel,
+                                   const GatherCacheArgs &args) {
+  return launchOne(kernel, args, &prepareGatherCacheLaunch);
 }
 
 Status RuntimeImpl::runPrefill(const Kernel &kernel, const PrefillArgs &args) {

@@ -32,6 +32,8 @@ const char *opKindName(OpKind op) {
     return "kv_cache_write";
   case OpKind::ReshapeAndCache:
     return "reshape_and_cache";
+  case OpKind::GatherCache:
+    return "gather_cache";
   }
   return "?";
 }
@@ -302,6 +304,41 @@ Status validateReshapeAndCache(const Signature &sig) {
   return Status::ok();
 }
 
+// The gathered tokens are 16-bit (out, also held in qType): copied from a
+// cache of their type, or dequantised from an fp8 one.
+Status validateGatherCache(const Signature &sig) {
+  Signature fixed = Signature::gatherCache();
+  fixed.numKVHeads = sig.numKVHeads;
+  fixed.headDimV = sig.headDimV;
+  fixed.pageSize = sig.pageSize;
+  fixed.kvType = sig.kvType;
+  fixed.qType = fixed.outType = sig.outType;
+  fixed.arch = sig.arch;
+  if (!(fixed == sig))
+    return invalid("a gather_cache signature sets only hkv, v, page, kv, out "
+                   "and arch; the other fields keep "
+                   "Signature::gatherCache()'s values (q is out's type)");
+  if (sig.outType == DType::FP8E4M3)
+    return invalid("out (the gathered tokens' type) must be bf16 or fp16 for "
+                   "gather_cache (got fp8e4m3)");
+  if (sig.kvType != DType::FP8E4M3 && sig.outType != sig.kvType)
+    return invalid(std::string("out must equal kv for a 16-bit cache (got "
+                               "out=") +
+                   dtypeName(sig.outType) + ", kv=" + dtypeName(sig.kvType) +
+                   ")");
+  if (sig.numKVHeads < 1 || sig.numKVHeads > 256)
+    return invalid("num_kv_heads must be in [1, 256] for gather_cache" +
+                   got(sig.numKVHeads));
+  if (sig.headDimV < 8 || sig.headDimV > 512 || sig.headDimV % 8 != 0)
+    return invalid("head_dim_v (the head dim of keys and values) must be a "
+                   "multiple of 8 in [8, 512] for gather_cache" +
+                   got(sig.headDimV));
+  if (sig.pageSize < 1 || sig.pageSize > 4096)
+    return invalid("page_size must be in [1, 4096] for gather_cache" +
+                   got(sig.pageSize));
+  return Status::ok();
+}
+
 } // namespace
 
 bool parseArch(const std::string &name, Arch &out) {
@@ -374,8 +411,23 @@ Signature Signature::reshapeAndCache() {
   return sig;
 }
 
+Signature Signature::gatherCache() {
+  Signature sig = reshapeAndCache();
+  sig.op = OpKind::GatherCache;
+  return sig;
+}
+
 std::string Signature::canonical() const {
   std::ostringstream os;
+  if (op == OpKind::GatherCache) {
+    // out= only where it can differ from kv: an fp8 cache.
+    os << "gather_cache hkv=" << numKVHeads << " v=" << headDimV
+       << " page=" << pageSize << " kv=" << dtypeName(kvType);
+    if (kvType == DType::FP8E4M3)
+      os << " out=" << dtypeName(outType);
+    os << " arch=" << archName(arch);
+    return os.str();
+  }
   if (op == OpKind::ReshapeAndCache) {
     // in= only where it can differ from kv: an fp8 cache.
     os << "reshape_and_cache hkv=" << numKVHeads << " v=" << headDimV
@@ -429,7 +481,8 @@ std::string Signature::canonical() const {
 Status Signature::validate() const {
   if (op != OpKind::Prefill && op != OpKind::Decode &&
       op != OpKind::MergeAttnStates && op != OpKind::ExpandPageIndices &&
-      op != OpKind::KVCacheWrite && op != OpKind::ReshapeAndCache)
+      op != OpKind::KVCacheWrite && op != OpKind::ReshapeAndCache &&
+      op != OpKind::GatherCache)
     return invalid("op has an unknown value" + got(static_cast<int>(op)));
   if (kvLayout != KVLayout::Varlen && kvLayout != KVLayout::Paged)
     return invalid("kv_layout has an unknown value" +
@@ -454,6 +507,8 @@ Status Signature::validate() const {
     return validateKVCacheWrite(*this);
   if (op == OpKind::ReshapeAndCache)
     return validateReshapeAndCache(*this);
+  if (op == OpKind::GatherCache)
+    return validateGatherCache(*this);
 
   if (qLen != 0 || pageSize != 0 || batchInvariant || tileK != 0)
     return invalid("q_len, page_size, batch_invariant and tile_k are decode "
@@ -511,21 +566,23 @@ Status parseSignature(const std::string &text, Signature &out) {
     return invalid("signature text is empty");
   OpKind op;
   if (!parseEnum(opText, opKindName,
-                 static_cast<int>(OpKind::ReshapeAndCache) + 1, op))
+                 static_cast<int>(OpKind::GatherCache) + 1, op))
     return invalid("unknown op '" + opText +
                    "' (expected prefill, decode, merge_attn_states, "
-                   "expand_page_indices, kv_cache_write or "
-                   "reshape_and_cache)");
+                   "expand_page_indices, kv_cache_write, "
+                   "reshape_and_cache or gather_cache)");
   const bool decode = op == OpKind::Decode;
   const bool merge = op == OpKind::MergeAttnStates;
   const bool expand = op == OpKind::ExpandPageIndices;
   const bool write = op == OpKind::KVCacheWrite;
   const bool reshape = op == OpKind::ReshapeAndCache;
+  const bool gather = op == OpKind::GatherCache;
   Signature sig = decode    ? Signature::decode()
                   : merge   ? Signature::mergeAttnStates()
                   : expand  ? Signature::expandPageIndices()
                   : write   ? Signature::kvCacheWrite()
                   : reshape ? Signature::reshapeAndCache()
+                  : gather  ? Signature::gatherCache()
                             : Signature();
 
   // Each field parses its value text into `sig`; false means malformed.
@@ -596,6 +653,8 @@ Status parseSignature(const std::string &text, Signature &out) {
                                                 "kv", "arch"};
   const std::vector<std::string> reshapeFields = {"hkv", "v",  "page",
                                                   "in",  "kv", "arch"};
+  const std::vector<std::string> gatherFields = {"hkv", "v",   "page",
+                                                 "kv",  "out", "arch"};
 
   std::map<std::string, bool> seen;
   std::string token;
@@ -612,6 +671,7 @@ Status parseSignature(const std::string &text, Signature &out) {
         : expand  ? !contains(expandFields, key)
         : write   ? !contains(writeFields, key)
         : reshape ? !contains(reshapeFields, key)
+        : gather  ? !contains(gatherFields, key)
                   : key == "in" ||
                         contains(decode ? prefillOnly : decodeOnly, key))
       return invalid("signature field '" + key + "' is not a " + opText +
@@ -633,6 +693,7 @@ Status parseSignature(const std::string &text, Signature &out) {
       : expand ? std::vector<std::string>{"page", "arch"}
       : write  ? std::vector<std::string>{"qk", "v", "page", "arch"}
       : reshape ? std::vector<std::string>{"hkv", "v", "page", "arch"}
+      : gather  ? std::vector<std::string>{"hkv", "v", "page", "arch"}
               : std::vector<std::string>{"qk", "v", "hq", "hkv", "mask",
                                          "arch"};
   // Both inputs of a merge have the output's type.
@@ -644,6 +705,13 @@ Status parseSignature(const std::string &text, Signature &out) {
     if (!seen["in"])
       sig.qType = sig.kvType == DType::FP8E4M3 ? DType::BF16 : sig.kvType;
     sig.outType = sig.qType;
+  }
+  // A gather's outputs have the cache's type unless it is fp8 (then out=
+  // says, bf16 by default); q keeps the outputs' type.
+  if (gather) {
+    if (!seen["out"])
+      sig.outType = sig.kvType == DType::FP8E4M3 ? DType::BF16 : sig.kvType;
+    sig.qType = sig.outType;
   }
   for (const std::string &required : requiredFields)
     if (!seen[required])

@@ -82,6 +82,10 @@ _lib.mlagen_reshape_and_cache_run.argtypes = [
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
     ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p]
+_lib.mlagen_gather_cache_run.argtypes = [
+    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+    ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int,
+    ctypes.POINTER(ctypes.c_int64), ctypes.c_void_p]
 _lib.mlagen_merge_attn_states_run.argtypes = [
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
@@ -429,6 +433,78 @@ class Kernel:
         _check(_lib.mlagen_reshape_and_cache_run(
             self._handle, key.data_ptr(), value.data_ptr(), k_cache.data_ptr(),
             v_cache.data_ptr(), slot_mapping.data_ptr(), 8 * slot_mapping.element_size(),
+            scales[0], scales[1], tokens, strides, stream))
+
+    def gather_cache(self, k_cache, v_cache, out_k, out_v, slots, k_scale=None,
+                     v_scale=None, stream=None):
+        """GQA KV-cache gather (vLLM's gather_and_maybe_dequant_cache, NHD
+        layout): for flat token i with slot = slots[i] >= 0 and each kv head h,
+        out_k[i, h] = k_cache[slot // page, slot % page, h] and out_v[i, h] =
+        v_cache[...]; slot -1 writes zeros. k_cache, v_cache [num_blocks, page,
+        hkv, v] in the kernel's kv dtype (strides multiples of 8); out_k, out_v
+        [tokens, hkv, v] in its out dtype (any token/head strides that are
+        multiples of 8); slots int32 (expand_page_indices' output) or int64
+        [tokens], all on the device. A 16-bit cache is copied bit for bit; a
+        kernel with kv=fp8e4m3 gives float(stored) * k_scale (v_scale for
+        values), rounded to out: the caches are float8_e4m3fn (float8_e4m3fnuz
+        on gfx942) or uint8, k_scale and v_scale float32 device tensors of one
+        element. stream: an int handle, None = current."""
+        import torch
+        f = self.fields
+        if f["op"] != "gather_cache":
+            raise ValueError(f"gather_cache() needs a gather_cache kernel, not {f['op']}")
+        heads, dim, page = int(f["hkv"]), int(f["v"]), int(f["page"])
+        fp8 = f["kv"] == "fp8e4m3"
+        dtype = getattr(torch, _DTYPE_NAMES[f.get("out", f["kv"])])
+        k_cache, v_cache, out_k, out_v = (as_tensor(t, n) for t, n in (
+            (k_cache, "k_cache"), (v_cache, "v_cache"), (out_k, "out_k"), (out_v, "out_v")))
+        slots = as_tensor(slots, "slots")
+        for name, t in (("out_k", out_k), ("out_v", out_v)):
+            _check_device_tensor(name, t, dtype, 3, dim)
+            if t.shape[1] != heads:
+                raise ValueError(f"{name} must be [tokens, hkv={heads}, v={dim}], got shape "
+                                 f"{tuple(t.shape)}")
+        if fp8:
+            wrong = "float8_e4m3fn" if f.get("arch") == "gfx942" else "float8_e4m3fnuz"
+            allowed = tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e4m3fnuz")
+                            if hasattr(torch, n) and n != wrong) + (torch.uint8,)
+        else:
+            allowed = (dtype,)
+        for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+            if t.dtype not in allowed:
+                raise ValueError(f"{name} must be {' or '.join(map(str, allowed))} (the "
+                                 f"kernel's), got {t.dtype}")
+            _check_device_tensor(name, t, None, 4, dim, align=8 if fp8 else 16)
+            if t.shape[1] != page or t.shape[2] != heads:
+                raise ValueError(f"{name} must be [num_blocks, page={page}, hkv={heads}, "
+                                 f"v={dim}], got shape {tuple(t.shape)}")
+        scales = [None, None]
+        if fp8:
+            for i, (name, scale) in enumerate((("k_scale", k_scale), ("v_scale", v_scale))):
+                if scale is None:
+                    raise ValueError(f"{name} is required for an fp8 cache: a float32 device "
+                                     f"tensor of one element (value = stored * {name})")
+                scale = as_tensor(scale, name)
+                _check_device_tensor(name, scale, torch.float32, None, None, align=4)
+                if scale.numel() != 1:
+                    raise ValueError(f"{name} must hold one element, got {scale.numel()}")
+                scales[i] = scale.data_ptr()
+        if slots.dtype not in (torch.int32, torch.int64):
+            raise ValueError(f"slots must be int32 or int64, got {slots.dtype}")
+        _check_device_tensor("slots", slots, slots.dtype, 1, align=slots.element_size())
+        tokens = slots.numel()
+        if out_k.shape[0] != tokens or out_v.shape[0] != tokens or not slots.is_contiguous():
+            raise ValueError(f"out_k {tuple(out_k.shape)}, out_v {tuple(out_v.shape)} and a "
+                             f"contiguous slots must agree in tokens ({tokens})")
+        if stream is None:
+            stream = torch.cuda.current_stream(k_cache.device).cuda_stream
+        strides = (ctypes.c_int64 * 10)(
+            out_k.stride(0), out_k.stride(1), out_v.stride(0), out_v.stride(1),
+            k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
+            v_cache.stride(0), v_cache.stride(1), v_cache.stride(2))
+        _check(_lib.mlagen_gather_cache_run(
+            self._handle, k_cache.data_ptr(), v_cache.data_ptr(), out_k.data_ptr(),
+            out_v.data_ptr(), slots.data_ptr(), 8 * slots.element_size(),
             scales[0], scales[1], tokens, strides, stream))
 
     def merge_attn_states(self, prefix_out, prefix_lse, suffix_out, suffix_lse, out,

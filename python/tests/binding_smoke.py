@@ -104,6 +104,13 @@ check(mlagen.canonicalize(RESHAPE) ==
 rk = rt.compile(RESHAPE)
 check(rk.binary[:4] == b"\x7fELF" and rk.entries == ["mlagen_reshape_and_cache"],
       f"reshape_and_cache compiles: {rk.entries}")
+GATHER = "gather_cache hkv=8 v=128 page=16 kv=fp8e4m3 arch=sm_90a"
+check(mlagen.canonicalize(GATHER) ==
+      "gather_cache hkv=8 v=128 page=16 kv=fp8e4m3 out=bf16 arch=sm_90a",
+      "canonicalize gather_cache (an fp8 cache names its output type)")
+gk = rt.compile(GATHER)
+check(gk.binary[:4] == b"\x7fELF" and gk.entries == ["mlagen_gather_cache"],
+      f"gather_cache compiles: {gk.entries}")
 again = rt.compile(PREFILL)
 check(again.binary == ck.binary, "a second compile (memory cache) returns the same bytes")
 expect_error(lambda: rt.compile("prefill qk=192 v=128 hq=16 hkv=3 mask=causal arch=sm_90a"), 1, "",

@@ -418,13 +418,15 @@ TEST_CASE("a damaged code object in a bundle is reported and rebuilt",
 TEST_CASE("the default variant set holds valid signatures, fp8 not on gfx90a",
           "[bundle]") {
   std::vector<Signature> set = defaultVariantSet({Arch::SM90A, Arch::GFX90A});
-  std::vector<std::string> reshape;
+  std::vector<std::string> reshape, gather;
   for (const Signature &sig : set) {
     INFO(sig.canonical());
     CHECK(sig.validate());
     CHECK_FALSE((sig.arch == Arch::GFX90A && sig.kvType == DType::FP8E4M3));
     if (sig.op == OpKind::ReshapeAndCache)
       reshape.push_back(sig.canonical());
+    if (sig.op == OpKind::GatherCache)
+      gather.push_back(sig.canonical());
   }
   // The GQA cache write at Llama-3-8B's shape, pages 16 and 64.
   CHECK(reshape == std::vector<std::string>{
@@ -440,4 +442,15 @@ TEST_CASE("the default variant set holds valid signatures, fp8 not on gfx90a",
                        "arch=gfx90a",
                        "reshape_and_cache hkv=8 v=128 page=64 kv=bf16 "
                        "arch=gfx90a"});
+  // Its read side for extend, into bf16.
+  CHECK(gather == std::vector<std::string>{
+                      "gather_cache hkv=8 v=128 page=16 kv=bf16 arch=sm_90a",
+                      "gather_cache hkv=8 v=128 page=64 kv=bf16 arch=sm_90a",
+                      "gather_cache hkv=8 v=128 page=16 kv=fp8e4m3 out=bf16 "
+                      "arch=sm_90a",
+                      "gather_cache hkv=8 v=128 page=64 kv=fp8e4m3 out=bf16 "
+                      "arch=sm_90a",
+                      "gather_cache hkv=8 v=128 page=16 kv=bf16 arch=gfx90a",
+                      "gather_cache hkv=8 v=128 page=64 kv=bf16 "
+                      "arch=gfx90a"});
 }

@@ -275,6 +275,32 @@ struct ReshapeAndCacheArgs {
   void *stream = nullptr;
 };
 
+// One GQA KV-cache gather (vLLM's gather_and_maybe_dequant_cache): for
+// flat token i with slot = slots[i] >= 0 and each kv head h, outK[i][h] =
+// kCache[slot / page][slot % page][h] and outV[i][h] = vCache[...][h]; slot
+// -1 writes zeros. A 16-bit cache is copied bit for bit; an fp8 cache
+// (kv=fp8e4m3) gives float(stored) * *kScale (*vScale for values) rounded
+// to nearest even in the out type. Pointers are device memory, strides in
+// elements (a cache's in its own type), each a multiple of 8. A stride of 0
+// is contiguous given the strides inside it: head = v, token = hkv * head,
+// block = page * token.
+struct GatherCacheArgs {
+  const void *kCache = nullptr; // [num_blocks, page, hkv, v], kv type
+  const void *vCache = nullptr; // [num_blocks, page, hkv, v]
+  void *outK = nullptr;         // [num_tokens, hkv, v], out type
+  void *outV = nullptr;         // [num_tokens, hkv, v]
+  const void *slots = nullptr;  // [num_tokens] int32 or int64, -1: zeros
+  bool slotsInt64 = false;      // expand_page_indices writes int32
+  const float *kScale = nullptr; // fp8 cache: [1] fp32; else unused
+  const float *vScale = nullptr; // fp8 cache: [1] fp32; else unused
+  int numTokens = 0;             // 0: nothing to launch
+  int64_t outKTokenStride = 0, outKHeadStride = 0;
+  int64_t outVTokenStride = 0, outVHeadStride = 0;
+  int64_t kCacheBlockStride = 0, kCacheTokenStride = 0, kCacheHeadStride = 0;
+  int64_t vCacheBlockStride = 0, vCacheTokenStride = 0, vCacheHeadStride = 0;
+  void *stream = nullptr;
+};
+
 class Runtime {
 public:
   static Status create(RuntimeOptions options, std::unique_ptr<Runtime> &out);
@@ -319,6 +345,10 @@ public:
   // ceil(num_tokens * 2 * hkv * v / 8 / threads).
   virtual Status runReshapeAndCache(const Kernel &kernel,
                                     const ReshapeAndCacheArgs &args) = 0;
+  // Checks `args` and enqueues mlagen_gather_cache on args.stream, grid
+  // ceil(num_tokens * 2 * hkv * v / 8 / threads).
+  virtual Status runGatherCache(const Kernel &kernel,
+                                const GatherCacheArgs &args) = 0;
 };
 
 } // namespace mlagen

@@ -22,7 +22,10 @@
 // type, held in qType; out keeps it too). reshape_and_cache (new tokens'
 // keys and values into paged GQA caches, vLLM's reshape_and_cache_flash)
 // uses hkv, v (the head dim of keys and values), page, kv and, for an fp8
-// cache, in; qk stays 0, hq 1.
+// cache, in; qk stays 0, hq 1. gather_cache (paged GQA cache tokens into
+// dense keys and values, vLLM's gather_and_maybe_dequant_cache) uses hkv,
+// v, page, kv and, for an fp8 cache, out (the gathered 16-bit type, held
+// in qType too); qk stays 0, hq 1.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLAGEN_RUNTIME_SIGNATURE_H
@@ -40,7 +43,8 @@ enum class OpKind {
   MergeAttnStates,
   ExpandPageIndices,
   KVCacheWrite,
-  ReshapeAndCache
+  ReshapeAndCache,
+  GatherCache
 };
 enum class DType { BF16, FP16, FP8E4M3 };
 enum class Mask { None, Causal };
@@ -115,6 +119,10 @@ struct Signature {
   // kv's type.
   static Signature reshapeAndCache();
 
+  // The GQA KV-cache gather at Llama-3-8B's shape: reshapeAndCache()'s
+  // fields with op gather_cache (out, and q, are kv's type).
+  static Signature gatherCache();
+
   // One line, every field of the op, fixed order: the basis of the cache key
   // and the form `mlagen` prints. Stable across releases of the same cache
   // format. Prefill: "prefill qk=192 v=128 hq=16 hkv=16 mask=causal
@@ -126,7 +134,9 @@ struct Signature {
   // "kv_cache_write qk=576 v=512 page=64 kv=bf16 arch=sm_90a" (an fp8
   // cache adds its input type: "... page=64 in=bf16 kv=fp8e4m3 ...");
   // "reshape_and_cache hkv=8 v=128 page=16 kv=bf16 arch=sm_90a" (in= as
-  // for kv_cache_write).
+  // for kv_cache_write); "gather_cache hkv=8 v=128 page=16 kv=bf16
+  // arch=sm_90a" (an fp8 cache adds its output type: "... kv=fp8e4m3
+  // out=bf16 ...").
   std::string canonical() const;
 
   // Checks every rule a host app can break; the message names the field.
@@ -140,7 +150,8 @@ struct Signature {
 // page and arch; merge_attn_states: v, hq and arch; expand_page_indices:
 // page and arch; kv_cache_write: qk, v, page and arch (in defaults to kv,
 // or bf16 for an fp8 cache); reshape_and_cache: hkv, v, page and arch (in
-// as for kv_cache_write). The others default as above (alibi 0; decode: as
+// as for kv_cache_write); gather_cache: hkv, v, page and arch (out defaults
+// to kv, or bf16 for an fp8 cache). The others default as above (alibi 0; decode: as
 // Signature::decode()). Unknown or malformed fields, and fields of the other
 // op, give InvalidSignature naming them.
 Status parseSignature(const std::string &text, Signature &out);

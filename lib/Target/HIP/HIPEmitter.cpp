@@ -24,6 +24,8 @@ constexpr llvm::StringLiteral kKVCacheWriteTemplate =
     "kernels/kv_cache_write.hip";
 constexpr llvm::StringLiteral kReshapeAndCacheTemplate =
     "kernels/reshape_and_cache.hip";
+constexpr llvm::StringLiteral kGatherCacheTemplate =
+    "kernels/gather_cache.hip";
 constexpr llvm::StringLiteral kMergeAttnStatesTemplate =
     "kernels/merge_attn_states.hip";
 constexpr llvm::StringLiteral kCommonPrelude = "prelude/common.h";
@@ -197,6 +199,22 @@ LogicalResult printConfig(ReshapeAndCacheOp op, raw_ostream &os) {
   return success();
 }
 
+/// The config block of templates/kernels/gather_cache.hip.
+LogicalResult printConfig(GatherCacheOp op, raw_ostream &os) {
+  printConfigHeader(op.getSymName(), *op.getArch(), os);
+  os << "constexpr int kNumKVHeads = " << op.getKvHeads() << ";\n"
+     << "constexpr int kHeadDim = " << op.getHeadDim() << ";\n"
+     << "constexpr int kPageSize = " << op.getPageSize() << ";\n"
+     << "constexpr bool kOutputBF16 = "
+     << boolean(op.getOutputType() == DType::BF16) << ";\n"
+     << "constexpr bool kCacheFP8 = "
+     << boolean(op.getKvType() == DType::F8E4M3) << ";\n"
+     << "constexpr int kThreads = " << op.getLaunchAttr().getThreads()
+     << ";\n"
+     << "} // namespace mlagen_config\n";
+  return success();
+}
+
 /// The next `@@NAME@@` in `text` at or after `from`, or an empty StringRef.
 StringRef findPlaceholder(StringRef text, size_t from = 0) {
   for (size_t start = text.find("@@", from); start != StringRef::npos;
@@ -304,17 +322,22 @@ LogicalResult mlagen::emitHIP(ReshapeAndCacheOp op, raw_ostream &os) {
   return emitFromTemplate(op, kReshapeAndCacheTemplate, os);
 }
 
+LogicalResult mlagen::emitHIP(GatherCacheOp op, raw_ostream &os) {
+  return emitFromTemplate(op, kGatherCacheTemplate, os);
+}
+
 LogicalResult mlagen::emitHIP(ModuleOp module, raw_ostream &os) {
   SmallVector<Operation *> variants;
   for (Operation &op : module.getOps())
     if (isa<PrefillOp, DecodeOp, MergeAttnStatesOp, ExpandPageIndicesOp,
-            KVCacheWriteOp, ReshapeAndCacheOp>(op))
+            KVCacheWriteOp, ReshapeAndCacheOp, GatherCacheOp>(op))
       variants.push_back(&op);
   if (variants.size() != 1)
     return module.emitError()
            << "expected one variant (mla.prefill, mla.decode, "
               "mla.merge_attn_states, mla.expand_page_indices, "
-              "mla.kv_cache_write or mla.reshape_and_cache) to emit, found "
+              "mla.kv_cache_write, mla.reshape_and_cache or "
+              "mla.gather_cache) to emit, found "
            << variants.size();
   if (auto decode = dyn_cast<DecodeOp>(variants.front()))
     return emitHIP(decode, os);
@@ -326,5 +349,7 @@ LogicalResult mlagen::emitHIP(ModuleOp module, raw_ostream &os) {
     return emitHIP(write, os);
   if (auto write = dyn_cast<ReshapeAndCacheOp>(variants.front()))
     return emitHIP(write, os);
+  if (auto gather = dyn_cast<GatherCacheOp>(variants.front()))
+    return emitHIP(gather, os);
   return emitHIP(cast<PrefillOp>(variants.front()), os);
 }

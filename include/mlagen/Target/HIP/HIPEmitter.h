@@ -17,6 +17,7 @@ namespace mlagen {
 namespace mla {
 class DecodeOp;
 class ExpandPageIndicesOp;
+class GatherCacheOp;
 class KVCacheWriteOp;
 class MergeAttnStatesOp;
 class PrefillOp;
@@ -48,9 +49,13 @@ mlir::LogicalResult emitHIP(mla::KVCacheWriteOp op, llvm::raw_ostream &os);
 /// templates/kernels/reshape_and_cache.hip.
 mlir::LogicalResult emitHIP(mla::ReshapeAndCacheOp op, llvm::raw_ostream &os);
 
+/// Prints a prepared gather_cache variant from
+/// templates/kernels/gather_cache.hip.
+mlir::LogicalResult emitHIP(mla::GatherCacheOp op, llvm::raw_ostream &os);
+
 /// Prints the single variant (mla.prefill, mla.decode,
-/// mla.merge_attn_states, mla.expand_page_indices, mla.kv_cache_write or
-/// mla.reshape_and_cache) of `module`.
+/// mla.merge_attn_states, mla.expand_page_indices, mla.kv_cache_write,
+/// mla.reshape_and_cache or mla.gather_cache) of `module`.
 mlir::LogicalResult emitHIP(mlir::ModuleOp module, llvm::raw_ostream &os);
 
 /// Registers `--mla-to-hip` with mlir-translate.

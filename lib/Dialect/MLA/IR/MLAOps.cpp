@@ -201,19 +201,21 @@ LogicalResult ExpandPageIndicesOp::verify() {
   return success();
 }
 
-/// The type rules of a cache write (kv_cache_write, reshape_and_cache): the
-/// inputs are 16-bit; an fp8 cache quantises them, a 16-bit one copies.
-static LogicalResult verifyCacheWriteTypes(Operation *op, DType input,
-                                           DType cache,
-                                           std::optional<Arch> arch,
-                                           bool hasLaunch) {
-  if (input == DType::F8E4M3)
-    return op->emitOpError() << "an f8E4M3 cache needs 'in_type' bf16 or f16 "
-                                "(the new tokens' type)";
-  if (cache != DType::F8E4M3 && input != cache)
+/// The type rules of a cache write (kv_cache_write, reshape_and_cache) or
+/// read (gather_cache): the uncached side, named by `field` and `role`, is
+/// 16-bit; an fp8 cache converts it, a 16-bit one copies.
+static LogicalResult verifyCacheTypes(Operation *op, StringRef field,
+                                      StringRef role, DType uncached,
+                                      DType cache, std::optional<Arch> arch,
+                                      bool hasLaunch) {
+  if (uncached == DType::F8E4M3)
+    return op->emitOpError() << "an f8E4M3 cache needs '" << field
+                             << "' bf16 or f16 (" << role << ")";
+  if (cache != DType::F8E4M3 && uncached != cache)
     return op->emitOpError()
-           << "'in_type' (" << stringifyDType(input) << ") must equal "
-           << "'kv_type' (" << stringifyDType(cache) << ") for a 16-bit cache";
+           << "'" << field << "' (" << stringifyDType(uncached)
+           << ") must equal 'kv_type' (" << stringifyDType(cache)
+           << ") for a 16-bit cache";
   if (cache == DType::F8E4M3 && arch && *arch == Arch::GFX90A)
     return op->emitOpError() << "gfx90a has no fp8 conversion instructions: "
                                 "an f8E4M3 cache needs sm_80, sm_90a, gfx942 "
@@ -222,6 +224,14 @@ static LogicalResult verifyCacheWriteTypes(Operation *op, DType input,
     return op->emitOpError() << "'launch' requires 'arch': a launch is "
                                 "prepared for a target";
   return success();
+}
+
+static LogicalResult verifyCacheWriteTypes(Operation *op, DType input,
+                                           DType cache,
+                                           std::optional<Arch> arch,
+                                           bool hasLaunch) {
+  return verifyCacheTypes(op, "in_type", "the new tokens' type", input, cache,
+                          arch, hasLaunch);
 }
 
 LogicalResult KVCacheWriteOp::verify() {
@@ -245,4 +255,15 @@ LogicalResult ReshapeAndCacheOp::verify() {
                          << getHeadDim();
   return verifyCacheWriteTypes(*this, getInputType(), getKvType(), getArch(),
                                static_cast<bool>(getLaunchAttr()));
+}
+
+LogicalResult GatherCacheOp::verify() {
+  // A thread moves 8 elements of one head.
+  if (getHeadDim() % 8 != 0)
+    return emitOpError() << "'head_dim' must be a multiple of 8 (a thread "
+                            "moves 8 elements), got "
+                         << getHeadDim();
+  return verifyCacheTypes(*this, "out_type", "the gathered tokens' type",
+                          getOutputType(), getKvType(), getArch(),
+                          static_cast<bool>(getLaunchAttr()));
 }

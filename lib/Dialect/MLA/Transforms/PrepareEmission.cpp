@@ -141,6 +141,20 @@ LogicalResult prepareForEmission(ReshapeAndCacheOp op) {
   return success();
 }
 
+/// The entry point templates/kernels/gather_cache.hip defines; a thread per
+/// 8-element vector of a gathered key or value head.
+constexpr llvm::StringLiteral kGatherCacheEntry = "mlagen_gather_cache";
+constexpr int32_t kGatherCacheThreads = 256;
+
+LogicalResult prepareForEmission(GatherCacheOp op) {
+  if (!op.getArch())
+    return op.emitOpError()
+           << "has no 'arch': run mla-select-tiling before emission";
+  op.setLaunchAttr(LaunchAttr::get(op.getContext(), kGatherCacheEntry,
+                                   kGatherCacheThreads, 0));
+  return success();
+}
+
 struct PrepareEmissionPass
     : mlagen::mla::impl::MLAPrepareEmissionPassBase<PrepareEmissionPass> {
   void runOnOperation() override {
@@ -161,6 +175,9 @@ struct PrepareEmissionPass
       if (failed(prepareForEmission(op)))
         signalPassFailure();
     for (ReshapeAndCacheOp op : getOperation().getOps<ReshapeAndCacheOp>())
+      if (failed(prepareForEmission(op)))
+        signalPassFailure();
+    for (GatherCacheOp op : getOperation().getOps<GatherCacheOp>())
       if (failed(prepareForEmission(op)))
         signalPassFailure();
   }

@@ -213,6 +213,8 @@ struct SelectTilingPass
       setArch(op);
     for (ReshapeAndCacheOp op : module.getOps<ReshapeAndCacheOp>())
       setArch(op);
+    for (GatherCacheOp op : module.getOps<GatherCacheOp>())
+      setArch(op);
     for (MergeAttnStatesOp op : module.getOps<MergeAttnStatesOp>()) {
       if (op.getArch())
         continue;

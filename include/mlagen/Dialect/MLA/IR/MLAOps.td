@@ -344,4 +344,59 @@ def MLA_ReshapeAndCacheOp : MLA_Op<"reshape_and_cache", [
   let hasVerifier = 1;
 }
 
+def MLA_GatherCacheOp : MLA_Op<"gather_cache", [
+    Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "gathers (and dequantises) tokens of paged GQA caches";
+  let description = [{
+    The read side of a paged GQA cache (vLLM's gather_and_maybe_dequant_cache
+    for the NHD layout), used to attend over a request's context in chunks:
+    for flat token i with slot = slots[i] >= 0 and each of the kv_heads
+    heads, out_k[i][h] = dequant(k_cache[slot / page_size][slot % page_size][h])
+    and out_v likewise; slot -1 writes zeros. Slots are int32 (what
+    mla.expand_page_indices writes) or int64, a run-time choice. A 16-bit
+    cache is copied bit for bit (out_type = kv_type); an f8E4M3 cache gives
+    float(e4m3) * k_scale (v_scale for values), run-time scales, rounded to
+    `out_type` (bf16 or f16). Outputs [tokens, kv_heads, head_dim], caches
+    [num_blocks, page_size, kv_heads, head_dim], all with strides.
+
+    ```mlir
+    mla.gather_cache @llama3_8b kv_heads = 8, head_dim = 128,
+        page_size = 16, arch = sm_90a, kv_type = bf16
+    mla.gather_cache @llama3_8b_fp8 kv_heads = 8, head_dim = 128,
+        page_size = 16, kv_type = f8E4M3, out_type = bf16
+    ```
+  }];
+
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    ConfinedAttr<MLA_IntAttr, [MLA_IntInRange<1, 256>]>:$kv_heads,
+    ConfinedAttr<MLA_IntAttr, [MLA_IntInRange<8, 512>]>:$head_dim,
+    ConfinedAttr<MLA_IntAttr, [MLA_IntInRange<1, 4096>]>:$page_size,
+    OptionalAttr<MLA_ArchAttr>:$arch,
+    OptionalAttr<MLA_LaunchAttr>:$launch,
+    MLA_DTypeAttr:$kv_type,
+    OptionalAttr<MLA_DTypeAttr>:$out_type
+  );
+
+  let extraClassDeclaration = [{
+    /// The gathered tokens' element type: out_type, or the 16-bit cache's.
+    ::mlagen::mla::DType getOutputType() {
+      return getOutType().value_or(getKvType());
+    }
+  }];
+
+  let assemblyFormat = [{
+    $sym_name
+    `kv_heads` `=` $kv_heads `,` `head_dim` `=` $head_dim `,`
+    `page_size` `=` $page_size `,`
+    (`arch` `=` `` $arch^ `,`)?
+    (`launch` `=` $launch^ `,`)?
+    `kv_type` `=` `` $kv_type
+    (`,` `out_type` `=` `` $out_type^)?
+    attr-dict
+  }];
+
+  let hasVerifier = 1;
+}
+
 #endif // MLAGEN_DIALECT_MLA_IR_MLAOPS_TD
