@@ -116,7 +116,8 @@ TEST_CASE("parseSignature names what is wrong", "[signature]") {
   CHECK(error("") == "signature text is empty");
   CHECK(error("merge qk=1") ==
         "unknown op 'merge' (expected prefill, decode, merge_attn_states, "
-        "expand_page_indices, kv_cache_write or reshape_and_cache)");
+        "expand_page_indices, kv_cache_write, reshape_and_cache or "
+        "paged_decode)");
   CHECK(error(good + " color=red") == "unknown signature field 'color'");
   CHECK(error(good + " qk=64") == "signature field 'qk' appears twice");
   CHECK(error("prefill qk=192") == "signature is missing field 'v'");

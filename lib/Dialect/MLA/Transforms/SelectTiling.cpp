@@ -213,6 +213,9 @@ struct SelectTilingPass
       setArch(op);
     for (ReshapeAndCacheOp op : module.getOps<ReshapeAndCacheOp>())
       setArch(op);
+    // Paged decode's tiling follows from its shape (PagedDecodeOp::getTileK).
+    for (PagedDecodeOp op : module.getOps<PagedDecodeOp>())
+      setArch(op);
     for (MergeAttnStatesOp op : module.getOps<MergeAttnStatesOp>()) {
       if (op.getArch())
         continue;
