@@ -32,6 +32,8 @@ if [[ $what == numerics || $what == all ]]; then
   python3 python/tests/kv_cache_write_device_test.py 2>&1 | tee "$out/kv-cache-write.txt" || status=1
   echo "== GQA KV-cache write (reshape_and_cache)"
   python3 python/tests/reshape_and_cache_device_test.py 2>&1 | tee "$out/reshape-and-cache.txt" || status=1
+  echo "== Paged GQA decode (paged_decode): numerics, SDPA, CUDA graph replay"
+  python3 python/tests/paged_decode_device_test.py 2>&1 | tee "$out/paged-decode-numerics.txt" || status=1
   echo "== vLLM-shaped MLA backend (python/examples)"
   python3 python/tests/test_vllm_backend_device.py 2>&1 | tail -12 | tee "$out/vllm-backend.txt" || status=1
   echo "== SASS of the AOT sm_90a cubin"

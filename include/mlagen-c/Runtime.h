@@ -249,6 +249,29 @@ MLAGEN_C_EXPORT int mlagen_decode_run(
     float *partial_lse, int batch, int q_len, int num_heads,
     const int64_t *strides, float softmax_scale, float q_scale, float kv_scale, void *stream);
 
+/* One paged GQA decode step (templates/PAGED_DECODE_CONTRACT.md) on
+ * `stream`: mlagen_paged_decode, then mlagen_paged_decode_reduce. The
+ * planner is made (mlagen_decode_planner_create) from the paged_decode
+ * kernel; plans, buffers and graph capture as for mlagen_decode_run.
+ * Device pointers: q [batch, q_len, hq, d], k_cache and v_cache
+ * [num_blocks, page_size, hkv, d] (one set of strides for both), out
+ * [batch, q_len, hq, d], lse [batch, q_len, hq] fp32 contiguous or NULL,
+ * block_table, seq_lens, device_plan, partial_out, partial_lse; k_scale and
+ * v_scale: device fp32 [1] (an fp8 cache's per-tensor scales, read on the
+ * device so a captured graph sees updates; NULL for 16-bit caches). q_len,
+ * num_q_heads and num_kv_heads must equal the kernel's. strides: NULL or 9
+ * element strides q_batch, q_token, q_head, out_batch, out_token, out_head,
+ * kv_block, kv_token, kv_head; 0 means contiguous. softmax_scale is
+ * required (> 0). Does not wait for the GPU. */
+MLAGEN_C_EXPORT int mlagen_paged_decode_run(
+    const mlagen_decode_planner *planner, const void *q, const void *k_cache,
+    const void *v_cache, void *out, float *lse, const int32_t *block_table,
+    int block_table_stride, const int32_t *seq_lens,
+    const int32_t *device_plan, float *partial_out, float *partial_lse,
+    int batch, int q_len, int num_q_heads, int num_kv_heads,
+    const int64_t *strides, float softmax_scale, const float *k_scale,
+    const float *v_scale, void *stream);
+
 /* mlagen_decode_run in checked mode (templates/DECODE_CONTRACT.md, "Checked
  * mode"): error_flags (MLAGEN_DECODE_ERROR_FLAG_INTS device int32, zeroed by
  * the caller; NULL: unchecked, as mlagen_decode_run) receives the first

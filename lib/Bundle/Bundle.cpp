@@ -109,6 +109,25 @@ std::vector<Signature> defaultVariantSet(const std::vector<Arch> &archs) {
         sig.arch = arch;
         set.push_back(sig);
       }
+  // Paged GQA decode at Llama-3-8B's shape (32 q heads over 8 kv heads of
+  // 128), q_len 1, pages 16 and 64, bf16 and fp8 caches; and one
+  // speculative-decoding entry (q_len 4, 16-key pages, bf16).
+  for (Arch arch : archs) {
+    for (DType cache : {DType::BF16, DType::FP8E4M3})
+      for (int pageSize : {16, 64}) {
+        if (cache == DType::FP8E4M3 && arch == Arch::GFX90A)
+          continue;
+        Signature sig = Signature::pagedDecode();
+        sig.pageSize = pageSize;
+        sig.kvType = cache;
+        sig.arch = arch;
+        set.push_back(sig);
+      }
+    Signature multiToken = Signature::pagedDecode();
+    multiToken.qLen = 4;
+    multiToken.arch = arch;
+    set.push_back(multiToken);
+  }
   return set;
 }
 

@@ -120,7 +120,8 @@ OwningOpRef<ModuleOp> mlagen::buildVariantModule(MLIRContext &context,
                             sig.op == OpKind::ExpandPageIndices ||
                             sig.op == OpKind::KVCacheWrite ||
                             sig.op == OpKind::ReshapeAndCache ||
-                            sig.op == OpKind::GatherCache},
+                            sig.op == OpKind::GatherCache ||
+                            sig.op == OpKind::PagedDecode},
         {"mask", mask.has_value()},
         {"q_type", qType.has_value()},
         {"kv_type", kvType.has_value()},
@@ -211,6 +212,40 @@ OwningOpRef<ModuleOp> mlagen::buildVariantModule(MLIRContext &context,
         builder, loc, /*sym_name=*/"gather_cache", sig.numKVHeads,
         sig.headDimV, sig.pageSize, mla::ArchAttr::get(&context, *arch),
         /*launch=*/nullptr, *kvType, gatheredType);
+    return module;
+  }
+  if (sig.op == OpKind::PagedDecode) {
+    Signature fixed = Signature::pagedDecode();
+    fixed.numQHeads = sig.numQHeads;
+    fixed.numKVHeads = sig.numKVHeads;
+    fixed.headDimQK = fixed.headDimV = sig.headDimV;
+    fixed.qLen = sig.qLen;
+    fixed.pageSize = sig.pageSize;
+    fixed.windowLeft = sig.windowLeft;
+    fixed.softCap = sig.softCap;
+    fixed.returnLSE = sig.returnLSE;
+    fixed.qType = sig.qType;
+    fixed.kvType = sig.kvType;
+    fixed.outType = sig.outType;
+    fixed.arch = sig.arch;
+    if (!(fixed == sig)) {
+      emitError(loc) << "a paged_decode signature sets only hq, hkv, v, "
+                        "q_len, page, window, softcap, lse, q, kv, out and "
+                        "arch (qk equals v)";
+      return nullptr;
+    }
+    OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+    OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
+    // Written only where they say something: a window, a cap.
+    mla::PagedDecodeOp::create(
+        builder, loc, /*sym_name=*/"paged_decode", sig.numQHeads,
+        sig.numKVHeads, sig.headDimV, sig.qLen, sig.pageSize,
+        sig.windowLeft != -1 ? builder.getI32IntegerAttr(sig.windowLeft)
+                             : nullptr,
+        sig.softCap != 0.0f ? builder.getF32FloatAttr(sig.softCap) : nullptr,
+        sig.returnLSE, mla::ArchAttr::get(&context, *arch),
+        /*launch=*/nullptr, /*reduce_launch=*/nullptr, *qType, *kvType,
+        *outType);
     return module;
   }
   if (sig.op == OpKind::ExpandPageIndices) {
@@ -399,6 +434,22 @@ static Signature signatureOf(mla::GatherCacheOp op) {
   return sig;
 }
 
+static Signature signatureOf(mla::PagedDecodeOp op) {
+  Signature sig = Signature::pagedDecode();
+  sig.numQHeads = op.getQHeads();
+  sig.numKVHeads = op.getKvHeads();
+  sig.headDimQK = sig.headDimV = op.getHeadDim();
+  sig.qLen = op.getQLen();
+  sig.pageSize = op.getPageSize();
+  sig.windowLeft = op.getWindowLeft();
+  sig.softCap = op.getSoftCapValue();
+  sig.returnLSE = op.getLse();
+  sig.qType = fromMLA(op.getQType());
+  sig.kvType = fromMLA(op.getKvType());
+  sig.outType = fromMLA(op.getOutType());
+  return sig;
+}
+
 Status mlagen::signaturesFromModule(ModuleOp module,
                                     std::vector<Signature> &signatures,
                                     llvm::ArrayRef<Arch> defaultArchs) {
@@ -428,6 +479,9 @@ Status mlagen::signaturesFromModule(ModuleOp module,
       sig = signatureOf(op);
       arch = op.getArch();
     } else if (auto op = dyn_cast<mla::GatherCacheOp>(variant)) {
+      sig = signatureOf(op);
+      arch = op.getArch();
+    } else if (auto op = dyn_cast<mla::PagedDecodeOp>(variant)) {
       sig = signatureOf(op);
       arch = op.getArch();
     } else {
@@ -511,6 +565,22 @@ Status mlagen::generateHIP(const Signature &sig, GeneratedKernel &kernel) {
     return Status(StatusCode::GeneratorError, diagnostics);
   kernel.source = std::move(source);
 
+  if (auto op = dyn_cast<mla::PagedDecodeOp>(module->getBody()->front())) {
+    // The planner's geometry: a block covers rows_per_block rows of one kv
+    // head, so grid.y = q_len * hq / rows_per_block (no head padding).
+    mla::LaunchAttr launch = op.getLaunchAttr();
+    mla::LaunchAttr reduce = op.getReduceLaunchAttr();
+    kernel.entryName = launch.getEntry().str();
+    kernel.threadsPerBlock = launch.getThreads();
+    kernel.sharedBytes = launch.getSharedBytes();
+    kernel.tileQ = op.getRowsPerBlock();
+    kernel.tileK = op.getTileK();
+    kernel.paddedHeads = op.getQHeads();
+    kernel.extraEntries = {{reduce.getEntry().str(), reduce.getThreads(),
+                            reduce.getSharedBytes(),
+                            mla::PagedDecodeOp::kReduceRowsPerBlock}};
+    return Status::ok();
+  }
   if (auto op = dyn_cast<mla::GatherCacheOp>(module->getBody()->front())) {
     kernel.entryName = op.getLaunchAttr().getEntry().str();
     kernel.threadsPerBlock = op.getLaunchAttr().getThreads();

@@ -553,4 +553,49 @@ int mlagen_decode_run_checked(
   });
 }
 
+int mlagen_paged_decode_run(
+    const mlagen_decode_planner *planner, const void *q, const void *k_cache,
+    const void *v_cache, void *out, float *lse, const int32_t *block_table,
+    int block_table_stride, const int32_t *seq_lens,
+    const int32_t *device_plan, float *partial_out, float *partial_lse,
+    int batch, int q_len, int num_q_heads, int num_kv_heads,
+    const int64_t *strides, float softmax_scale, const float *k_scale,
+    const float *v_scale, void *stream) {
+  return guarded([&]() -> Status {
+    if (!planner)
+      return Status(StatusCode::InvalidArgument, "planner is null");
+    const DecodePlannerHandle &handle = *plannerOf(planner);
+    PagedDecodeArgs args;
+    args.q = q;
+    args.kCache = k_cache;
+    args.vCache = v_cache;
+    args.out = out;
+    args.lse = lse;
+    args.blockTable = block_table;
+    args.blockTableStride = block_table_stride;
+    args.seqLens = seq_lens;
+    args.batch = batch;
+    args.qLen = q_len;
+    args.numQHeads = num_q_heads;
+    args.numKVHeads = num_kv_heads;
+    if (batch > 0 && !device_plan)
+      return Status(StatusCode::InvalidArgument, "device_plan is null");
+    handle.planner.bindPlan(device_plan, partial_out, partial_lse, args);
+    if (strides) {
+      int64_t *fields[] = {&args.qBatchStride,   &args.qTokenStride,
+                           &args.qHeadStride,    &args.outBatchStride,
+                           &args.outTokenStride, &args.outHeadStride,
+                           &args.kvBlockStride,  &args.kvTokenStride,
+                           &args.kvHeadStride};
+      for (int i = 0; i < 9; ++i)
+        *fields[i] = strides[i];
+    }
+    args.softmaxScale = softmax_scale;
+    args.kScale = k_scale;
+    args.vScale = v_scale;
+    args.stream = stream;
+    return handle.runtime->runPagedDecode(*handle.kernel, args);
+  });
+}
+
 } // extern "C"

@@ -69,9 +69,9 @@ Status DecodePlanner::create(const Kernel &kernel,
 Status DecodePlanner::create(const Signature &sig, const CodeObject &code,
                              const DecodePlanOptions &options,
                              DecodePlanner &out) {
-  if (sig.op != OpKind::Decode)
-    return invalidArgument(std::string("DecodePlanner needs a decode kernel, "
-                                       "not ") +
+  if (sig.op != OpKind::Decode && sig.op != OpKind::PagedDecode)
+    return invalidArgument(std::string("DecodePlanner needs a decode or "
+                                       "paged_decode kernel, not ") +
                            opKindName(sig.op));
   if (Status status = sig.validate(); !status)
     return status;
@@ -285,6 +285,19 @@ void DecodePlanner::bindPlan(const int32_t *devicePlan, float *partialOut,
   args.maxBatch = options_.maxBatch;
   args.partialOut = partialOut;
   args.partialLse = partialLse;
+}
+
+void DecodePlanner::bindPlan(const int32_t *devicePlan, float *partialOut,
+                             float *partialLse, PagedDecodeArgs &args) const {
+  DecodeArgs plan;
+  bindPlan(devicePlan, partialOut, partialLse, plan);
+  args.numWork = plan.numWork;
+  args.merge = plan.merge;
+  args.work = plan.work;
+  args.workCapacity = plan.workCapacity;
+  args.maxBatch = plan.maxBatch;
+  args.partialOut = plan.partialOut;
+  args.partialLse = plan.partialLse;
 }
 
 } // namespace mlagen

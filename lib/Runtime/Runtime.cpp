@@ -14,6 +14,7 @@
 #include "KVCacheWriteLaunch.h"
 #include "MergeAttnStatesLaunch.h"
 #include "PrefillParams.h"
+#include "PagedDecodeLaunch.h"
 #include "ReshapeAndCacheLaunch.h"
 #include "RuntimeInternal.h"
 
@@ -99,7 +100,7 @@ Status checkGenerated(const Signature &sig, const GeneratedKernel &kernel) {
                  " needs threads in [1, 1024], shared bytes >= 0 and rows "
                  "per block >= 1");
   }
-  if (sig.op == OpKind::Decode) {
+  if (sig.op == OpKind::Decode || sig.op == OpKind::PagedDecode) {
     // runDecode launches the reduce after the decode kernel, and the
     // planner cuts keys in multiples of tileK.
     if (kernel.extraEntries.size() != 1)
@@ -212,6 +213,8 @@ public:
                          const KVCacheWriteArgs &args) override;
   Status runReshapeAndCache(const Kernel &kernel,
                             const ReshapeAndCacheArgs &args) override;
+  Status runPagedDecode(const Kernel &kernel,
+                        const PagedDecodeArgs &args) override;
   Status runGatherCache(const Kernel &kernel,
                         const GatherCacheArgs &args) override;
 
@@ -505,6 +508,31 @@ Status RuntimeImpl::runDecode(const Kernel &kernel, const DecodeArgs &args) {
                   "decode kernel loaded without its reduce entry");
   // One parameter block for both: the reduce reads what decode wrote, in
   // stream order, with no host sync between them.
+  void *kernelArgs[] = {&launch.params};
+  if (Status status = backend_->launch(function, launch.decode, args.stream,
+                                       kernelArgs);
+      !status)
+    return status;
+  return backend_->launch(function.extra(0), launch.reduce, args.stream,
+                          kernelArgs);
+}
+
+Status RuntimeImpl::runPagedDecode(const Kernel &kernel,
+                                   const PagedDecodeArgs &args) {
+  const LoadedKernel *loaded = nullptr;
+  if (Status status = owned(kernel, loaded); !status)
+    return status;
+  PagedDecodeLaunch launch;
+  bool empty = false;
+  if (Status status = preparePagedDecodeLaunch(
+          loaded->signature(), loaded->codeObject(), args, launch, empty);
+      !status || empty)
+    return status;
+  const DeviceFunction &function = loaded->function();
+  if (function.extraFunctions.empty())
+    return Status(StatusCode::Internal,
+                  "paged_decode kernel loaded without its reduce entry");
+  // One parameter block for both, in stream order, no host sync.
   void *kernelArgs[] = {&launch.params};
   if (Status status = backend_->launch(function, launch.decode, args.stream,
                                        kernelArgs);

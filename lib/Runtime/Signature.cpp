@@ -32,6 +32,8 @@ const char *opKindName(OpKind op) {
     return "kv_cache_write";
   case OpKind::ReshapeAndCache:
     return "reshape_and_cache";
+  case OpKind::PagedDecode:
+    return "paged_decode";
   case OpKind::GatherCache:
     return "gather_cache";
   }
@@ -339,6 +341,76 @@ Status validateGatherCache(const Signature &sig) {
   return Status::ok();
 }
 
+// The rules of mla.paged_decode's verifier (PAGED_DECODE_CONTRACT.md).
+Status validatePagedDecode(const Signature &sig) {
+  Signature fixed = Signature::pagedDecode();
+  fixed.numQHeads = sig.numQHeads;
+  fixed.numKVHeads = sig.numKVHeads;
+  fixed.headDimQK = fixed.headDimV = sig.headDimV;
+  fixed.qLen = sig.qLen;
+  fixed.pageSize = sig.pageSize;
+  fixed.windowLeft = sig.windowLeft;
+  fixed.softCap = sig.softCap;
+  fixed.returnLSE = sig.returnLSE;
+  fixed.qType = sig.qType;
+  fixed.kvType = sig.kvType;
+  fixed.outType = sig.outType;
+  fixed.arch = sig.arch;
+  if (!(fixed == sig))
+    return invalid("a paged_decode signature sets only hq, hkv, v, q_len, "
+                   "page, window, softcap, lse, q, kv, out and arch; the "
+                   "other fields keep Signature::pagedDecode()'s values (qk "
+                   "= v, window_right -1, mask causal, layout paged)");
+  if (sig.numKVHeads < 1 || sig.numKVHeads > 128)
+    return invalid("num_kv_heads must be in [1, 128] for paged_decode" +
+                   got(sig.numKVHeads));
+  if (sig.numQHeads < 1 || sig.numQHeads > 256)
+    return invalid("num_q_heads must be in [1, 256] for paged_decode" +
+                   got(sig.numQHeads));
+  if (sig.numQHeads % sig.numKVHeads != 0)
+    return invalid("num_q_heads must be a multiple of num_kv_heads (got " +
+                   std::to_string(sig.numQHeads) + " and " +
+                   std::to_string(sig.numKVHeads) + ")");
+  const int multiple = sig.kvType == DType::FP8E4M3 ? 16 : 8;
+  if (sig.headDimV < 8 || sig.headDimV > 256 || sig.headDimV % multiple != 0)
+    return invalid("head_dim must be a multiple of " +
+                   std::to_string(multiple) +
+                   " in [8, 256] for paged_decode (16-byte cache vectors)" +
+                   got(sig.headDimV));
+  if (sig.qLen < 1 || sig.qLen > 8)
+    return invalid("q_len must be in [1, 8] for paged_decode" + got(sig.qLen));
+  if (sig.pageSize < 1 || sig.pageSize > 256 ||
+      (sig.pageSize & (sig.pageSize - 1)) != 0)
+    return invalid("page_size must be a power of two in [1, 256]" +
+                   got(sig.pageSize));
+  if (sig.windowLeft < -1)
+    return invalid("window must be -1 (unbounded) or >= 0" +
+                   got(sig.windowLeft));
+  if (!std::isfinite(sig.softCap) || sig.softCap < 0.0f)
+    return invalid("soft_cap must be finite and >= 0 (got " +
+                   formatFloat(sig.softCap) + ")");
+  if (sig.outType != DType::BF16 && sig.outType != DType::FP16)
+    return invalid(std::string("out must be bf16 or fp16 for paged_decode "
+                               "(got ") +
+                   dtypeName(sig.outType) + ")");
+  if (sig.qType != sig.outType)
+    return invalid(std::string("q must equal out for paged_decode (got q=") +
+                   dtypeName(sig.qType) + ", out=" + dtypeName(sig.outType) +
+                   ")");
+  if (sig.kvType == DType::FP8E4M3 && sig.outType != DType::BF16)
+    return invalid("an fp8 cache (kv=fp8e4m3) needs q and out bf16 for "
+                   "paged_decode");
+  if (sig.kvType != DType::FP8E4M3 && sig.kvType != sig.qType)
+    return invalid(std::string("kv must equal q or be fp8e4m3 for "
+                               "paged_decode (got kv=") +
+                   dtypeName(sig.kvType) + ", q=" + dtypeName(sig.qType) +
+                   ")");
+  if (sig.kvType == DType::FP8E4M3 && sig.arch == Arch::GFX90A)
+    return invalid("gfx90a has no fp8 conversion instructions: an fp8 cache "
+                   "needs sm_80, sm_90a, gfx942 or gfx950");
+  return Status::ok();
+}
+
 } // namespace
 
 bool parseArch(const std::string &name, Arch &out) {
@@ -417,8 +489,30 @@ Signature Signature::gatherCache() {
   return sig;
 }
 
+Signature Signature::pagedDecode() {
+  Signature sig;
+  sig.op = OpKind::PagedDecode;
+  sig.headDimQK = 128;
+  sig.headDimV = 128;
+  sig.numQHeads = 32;
+  sig.numKVHeads = 8;
+  sig.kvLayout = KVLayout::Paged;
+  sig.qLen = 1;
+  sig.pageSize = 16;
+  return sig;
+}
+
 std::string Signature::canonical() const {
   std::ostringstream os;
+  if (op == OpKind::PagedDecode) {
+    os << "paged_decode hq=" << numQHeads << " hkv=" << numKVHeads
+       << " v=" << headDimV << " q_len=" << qLen << " page=" << pageSize
+       << " window=" << windowLeft << " softcap=" << formatFloat(softCap)
+       << " lse=" << (returnLSE ? 1 : 0) << " q=" << dtypeName(qType)
+       << " kv=" << dtypeName(kvType) << " out=" << dtypeName(outType)
+       << " arch=" << archName(arch);
+    return os.str();
+  }
   if (op == OpKind::GatherCache) {
     // out= only where it can differ from kv: an fp8 cache.
     os << "gather_cache hkv=" << numKVHeads << " v=" << headDimV
@@ -482,7 +576,7 @@ Status Signature::validate() const {
   if (op != OpKind::Prefill && op != OpKind::Decode &&
       op != OpKind::MergeAttnStates && op != OpKind::ExpandPageIndices &&
       op != OpKind::KVCacheWrite && op != OpKind::ReshapeAndCache &&
-      op != OpKind::GatherCache)
+      op != OpKind::GatherCache && op != OpKind::PagedDecode)
     return invalid("op has an unknown value" + got(static_cast<int>(op)));
   if (kvLayout != KVLayout::Varlen && kvLayout != KVLayout::Paged)
     return invalid("kv_layout has an unknown value" +
@@ -497,6 +591,8 @@ Status Signature::validate() const {
     if (std::string(dtypeName(type)) == "?")
       return invalid(std::string(field) + " has an unknown value" +
                      got(static_cast<int>(type)));
+  if (op == OpKind::PagedDecode)
+    return validatePagedDecode(*this);
   if (op == OpKind::Decode)
     return validateDecode(*this);
   if (op == OpKind::MergeAttnStates)
@@ -566,18 +662,20 @@ Status parseSignature(const std::string &text, Signature &out) {
     return invalid("signature text is empty");
   OpKind op;
   if (!parseEnum(opText, opKindName,
-                 static_cast<int>(OpKind::GatherCache) + 1, op))
+                 static_cast<int>(OpKind::PagedDecode) + 1, op))
     return invalid("unknown op '" + opText +
                    "' (expected prefill, decode, merge_attn_states, "
                    "expand_page_indices, kv_cache_write, "
-                   "reshape_and_cache or gather_cache)");
+                   "reshape_and_cache, gather_cache or paged_decode)");
   const bool decode = op == OpKind::Decode;
   const bool merge = op == OpKind::MergeAttnStates;
   const bool expand = op == OpKind::ExpandPageIndices;
   const bool write = op == OpKind::KVCacheWrite;
   const bool reshape = op == OpKind::ReshapeAndCache;
   const bool gather = op == OpKind::GatherCache;
-  Signature sig = decode    ? Signature::decode()
+  const bool paged = op == OpKind::PagedDecode;
+  Signature sig = paged     ? Signature::pagedDecode()
+                  : decode  ? Signature::decode()
                   : merge   ? Signature::mergeAttnStates()
                   : expand  ? Signature::expandPageIndices()
                   : write   ? Signature::kvCacheWrite()
@@ -617,6 +715,9 @@ Status parseSignature(const std::string &text, Signature &out) {
        [&](const std::string &v) { return parseEnum(v, maskName, 2, sig.mask); }},
       {"window",
        [&](const std::string &v) {
+         // paged_decode has a left window only.
+         if (paged)
+           return parseInt(v, sig.windowLeft);
          size_t comma = v.find(',');
          return comma != std::string::npos &&
                 parseInt(v.substr(0, comma), sig.windowLeft) &&
@@ -653,6 +754,9 @@ Status parseSignature(const std::string &text, Signature &out) {
                                                 "kv", "arch"};
   const std::vector<std::string> reshapeFields = {"hkv", "v",  "page",
                                                   "in",  "kv", "arch"};
+  const std::vector<std::string> pagedFields = {
+      "hq",  "hkv", "v", "q_len", "page", "window", "softcap",
+      "lse", "q",   "kv", "out",  "arch"};
   const std::vector<std::string> gatherFields = {"hkv", "v",   "page",
                                                  "kv",  "out", "arch"};
 
@@ -669,6 +773,7 @@ Status parseSignature(const std::string &text, Signature &out) {
       return invalid("unknown signature field '" + key + "'");
     if (merge     ? !contains(mergeFields, key)
         : expand  ? !contains(expandFields, key)
+        : paged   ? !contains(pagedFields, key)
         : write   ? !contains(writeFields, key)
         : reshape ? !contains(reshapeFields, key)
         : gather  ? !contains(gatherFields, key)
@@ -690,6 +795,8 @@ Status parseSignature(const std::string &text, Signature &out) {
       decode  ? std::vector<std::string>{"qk", "v", "hq", "q_len", "page",
                                         "arch"}
       : merge  ? std::vector<std::string>{"v", "hq", "arch"}
+      : paged ? std::vector<std::string>{"hq", "hkv", "v", "q_len", "page",
+                                         "arch"}
       : expand ? std::vector<std::string>{"page", "arch"}
       : write  ? std::vector<std::string>{"qk", "v", "page", "arch"}
       : reshape ? std::vector<std::string>{"hkv", "v", "page", "arch"}
@@ -712,6 +819,16 @@ Status parseSignature(const std::string &text, Signature &out) {
     if (!seen["out"])
       sig.outType = sig.kvType == DType::FP8E4M3 ? DType::BF16 : sig.kvType;
     sig.qType = sig.outType;
+  }
+  // One head dim for q, k and v; q and out default to a 16-bit cache's
+  // type, bf16 for an fp8 cache.
+  if (paged) {
+    sig.headDimQK = sig.headDimV;
+    const DType input = sig.kvType == DType::FP8E4M3 ? DType::BF16 : sig.kvType;
+    if (!seen["q"])
+      sig.qType = seen["out"] ? sig.outType : input;
+    if (!seen["out"])
+      sig.outType = sig.qType;
   }
   for (const std::string &required : requiredFields)
     if (!seen[required])

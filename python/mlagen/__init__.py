@@ -70,6 +70,12 @@ _lib.mlagen_decode_run.argtypes = [
 _lib.mlagen_decode_run_checked.argtypes = _lib.mlagen_decode_run.argtypes[:-1] + [
     ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_void_p]
 _lib.mlagen_decode_error_check.argtypes = [ctypes.c_void_p]
+_lib.mlagen_paged_decode_run.argtypes = [
+    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+    ctypes.POINTER(ctypes.c_int64), ctypes.c_float, ctypes.c_void_p, ctypes.c_void_p,
+    ctypes.c_void_p]
 _DECODE_ERROR_FLAG_INTS = 8  # MLAGEN_DECODE_ERROR_FLAG_INTS
 _lib.mlagen_expand_page_indices_run.argtypes = [
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
@@ -254,6 +260,86 @@ class Kernel:
             plan.partial_out.data_ptr(), plan.partial_lse.data_ptr(), batch, q.shape[1],
             q.shape[2], strides, float(softmax_scale), float(q_scale), float(kv_scale),
             flags, kv_cache.shape[0] if checked else 0, int(max_pages) if checked else 0,
+            _current_stream(stream)))
+
+    def paged_decode(self, q, k_cache, v_cache, out, block_table, seq_lens, plan,
+                     softmax_scale, lse=None, k_scale=None, v_scale=None, stream=None):
+        """One paged GQA decode step (templates/PAGED_DECODE_CONTRACT.md):
+        mlagen_paged_decode, then mlagen_paged_decode_reduce, reading only
+        device memory, so it can be captured in a CUDA graph. plan: a
+        DecodePlan of this kernel, updated for this step's seq_lens. q
+        [batch, q_len, hq, d], k_cache and v_cache [num_blocks, page, hkv, d]
+        with equal strides (vLLM's kv_cache.unbind(0)), out [batch, q_len, hq,
+        d] in q's dtype, block_table int32 [batch, >= pages], seq_lens int32
+        [batch] on the device (keys, the q_len new tokens included), lse fp32
+        [batch, q_len, hq] contiguous or None. softmax_scale is required.
+        A kernel with kv=fp8e4m3 takes fp8 e4m3 caches (float8_e4m3fn on
+        NVIDIA and gfx950, float8_e4m3fnuz on gfx942, or raw uint8) and
+        k_scale, v_scale: fp32 device tensors of one element (key = k_scale *
+        stored), read on the device so a captured graph follows updates."""
+        import torch
+        if self.fields["op"] != "paged_decode":
+            raise ValueError(f"paged_decode() needs a paged_decode kernel, not {self.fields['op']}")
+        if plan.kernel is not self:
+            raise ValueError("plan was made for another kernel")
+        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[self.fields["out"]]
+        d, hq, hkv = int(self.fields["v"]), int(self.fields["hq"]), int(self.fields["hkv"])
+        fp8_cache = self.fields.get("kv") == "fp8e4m3"
+        fp8_dtypes = tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e4m3fnuz")
+                           if hasattr(torch, n)) + (torch.uint8,)
+        if fp8_cache:
+            # gfx942 reads FNUZ e4m3, every other target OCP.
+            wrong = "float8_e4m3fn" if self.fields.get("arch") == "gfx942" else "float8_e4m3fnuz"
+            fp8_dtypes = tuple(t for t in fp8_dtypes if str(t) != f"torch.{wrong}")
+        for name, t in (("q", q), ("out", out), ("k_cache", k_cache), ("v_cache", v_cache)):
+            if t.dim() != 4 or t.shape[-1] != d or t.stride(-1) != 1:
+                raise ValueError(f"{name} must be 4-d with a contiguous last dim of {d}, "
+                                 f"got shape {tuple(t.shape)} strides {t.stride()}")
+            allowed = fp8_dtypes if (fp8_cache and name.endswith("cache")) else (dtype,)
+            if t.dtype not in allowed:
+                raise ValueError(f"{name} must be {' or '.join(map(str, allowed))} (the "
+                                 f"kernel's), got {t.dtype}")
+        for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+            if t.shape[1] != int(self.fields["page"]) or t.shape[2] != hkv:
+                raise ValueError(f"{name} must be [blocks, {self.fields['page']}, {hkv}, {d}], "
+                                 f"got {tuple(t.shape)}")
+        if k_cache.stride() != v_cache.stride() or k_cache.shape != v_cache.shape:
+            raise ValueError("k_cache and v_cache must have equal shapes and strides")
+        batch = q.shape[0]
+        if q.shape[1] != int(self.fields["q_len"]) or q.shape[2] != hq:
+            raise ValueError(f"q must be [batch, {self.fields['q_len']}, {hq}, {d}], got {tuple(q.shape)}")
+        if tuple(out.shape) != tuple(q.shape):
+            raise ValueError(f"out {tuple(out.shape)} must match q {tuple(q.shape)}")
+        if (block_table.dtype != torch.int32 or block_table.dim() != 2
+                or block_table.shape[0] < batch or block_table.stride(1) != 1):
+            raise ValueError("block_table must be int32 [batch, pages] with unit column "
+                             f"stride, got {block_table.dtype} {tuple(block_table.shape)}")
+        if seq_lens.dtype != torch.int32 or seq_lens.numel() < batch or \
+                not seq_lens.is_contiguous() or seq_lens.device.type == "cpu":
+            raise ValueError("seq_lens must be a contiguous int32 device tensor of [batch]")
+        if lse is not None and (lse.dtype != torch.float32 or not lse.is_contiguous()
+                                or tuple(lse.shape) != tuple(q.shape[:3])):
+            raise ValueError("lse must be a contiguous fp32 [batch, q_len, hq] tensor")
+        scales = [None, None]
+        if fp8_cache:
+            for i, (name, t) in enumerate((("k_scale", k_scale), ("v_scale", v_scale))):
+                if t is None or not torch.is_tensor(t) or t.dtype != torch.float32 \
+                        or t.numel() != 1 or t.device.type == "cpu":
+                    raise ValueError(f"{name} must be a one-element fp32 device tensor "
+                                     "for an fp8 cache")
+                scales[i] = t.data_ptr()
+        if batch != plan.batch:
+            raise ValueError(f"q holds {batch} requests, the plan was updated for "
+                             f"{plan.batch}")
+        strides = (ctypes.c_int64 * 9)(q.stride(0), q.stride(1), q.stride(2),
+                                       out.stride(0), out.stride(1), out.stride(2),
+                                       k_cache.stride(0), k_cache.stride(1), k_cache.stride(2))
+        _check(_lib.mlagen_paged_decode_run(
+            plan._handle, q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(),
+            out.data_ptr(), lse.data_ptr() if lse is not None else None,
+            block_table.data_ptr(), block_table.stride(0), seq_lens.data_ptr(),
+            plan.plan.data_ptr(), plan.partial_out.data_ptr(), plan.partial_lse.data_ptr(),
+            batch, q.shape[1], hq, hkv, strides, float(softmax_scale), scales[0], scales[1],
             _current_stream(stream)))
 
     def expand_page_indices(self, block_table, cu_seqlens, slots, max_seqlen,

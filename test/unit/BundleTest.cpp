@@ -418,7 +418,7 @@ TEST_CASE("a damaged code object in a bundle is reported and rebuilt",
 TEST_CASE("the default variant set holds valid signatures, fp8 not on gfx90a",
           "[bundle]") {
   std::vector<Signature> set = defaultVariantSet({Arch::SM90A, Arch::GFX90A});
-  std::vector<std::string> reshape, gather;
+  std::vector<std::string> reshape, gather, paged;
   for (const Signature &sig : set) {
     INFO(sig.canonical());
     CHECK(sig.validate());
@@ -427,7 +427,19 @@ TEST_CASE("the default variant set holds valid signatures, fp8 not on gfx90a",
       reshape.push_back(sig.canonical());
     if (sig.op == OpKind::GatherCache)
       gather.push_back(sig.canonical());
+    if (sig.op == OpKind::PagedDecode && sig.arch == Arch::SM90A)
+      paged.push_back(sig.canonical());
   }
+  // Llama-3-8B paged decode: pages 16/64 x bf16/fp8, then q_len 4.
+  const std::string pagedPrefix = "paged_decode hq=32 hkv=8 v=128 ";
+  const std::string pagedSuffix = " window=-1 softcap=0 lse=1 q=bf16 ";
+  CHECK(paged ==
+        std::vector<std::string>{
+            pagedPrefix + "q_len=1 page=16" + pagedSuffix + "kv=bf16 out=bf16 arch=sm_90a",
+            pagedPrefix + "q_len=1 page=64" + pagedSuffix + "kv=bf16 out=bf16 arch=sm_90a",
+            pagedPrefix + "q_len=1 page=16" + pagedSuffix + "kv=fp8e4m3 out=bf16 arch=sm_90a",
+            pagedPrefix + "q_len=1 page=64" + pagedSuffix + "kv=fp8e4m3 out=bf16 arch=sm_90a",
+            pagedPrefix + "q_len=4 page=16" + pagedSuffix + "kv=bf16 out=bf16 arch=sm_90a"});
   // The GQA cache write at Llama-3-8B's shape, pages 16 and 64.
   CHECK(reshape == std::vector<std::string>{
                        "reshape_and_cache hkv=8 v=128 page=16 kv=bf16 "

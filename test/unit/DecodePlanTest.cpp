@@ -357,7 +357,7 @@ TEST_CASE("the planner names what is wrong", "[decode-plan]") {
     return status.message();
   };
   CHECK(createError(Signature(), decodeCode(), {8, 132}) ==
-        "DecodePlanner needs a decode kernel, not prefill");
+        "DecodePlanner needs a decode or paged_decode kernel, not prefill");
   CHECK_THAT(createError(decodeSignature(), CodeObject(), {8, 132}),
              Catch::StartsWith("the code object has no decode geometry"));
   CHECK(createError(decodeSignature(), decodeCode(), {0, 132}) ==

@@ -558,7 +558,7 @@ TEST_CASE("the decode C API plans and launches", "[decode-runtime]") {
                                      4, 132, 0,
                                      &planner) == MLAGEN_INVALID_ARGUMENT);
   CHECK(std::string(mlagen_last_error()) ==
-        "DecodePlanner needs a decode kernel, not prefill");
+        "DecodePlanner needs a decode or paged_decode kernel, not prefill");
   CHECK(planner == nullptr);
   CHECK(mlagen_decode_planner_create(nullptr, 4, 132, 0, &planner) ==
         MLAGEN_INVALID_ARGUMENT);

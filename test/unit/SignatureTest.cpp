@@ -116,8 +116,8 @@ TEST_CASE("parseSignature names what is wrong", "[signature]") {
   CHECK(error("") == "signature text is empty");
   CHECK(error("merge qk=1") ==
         "unknown op 'merge' (expected prefill, decode, merge_attn_states, "
-        "expand_page_indices, kv_cache_write, reshape_and_cache or "
-        "gather_cache)");
+        "expand_page_indices, kv_cache_write, reshape_and_cache, "
+        "gather_cache or paged_decode)");
   CHECK(error(good + " color=red") == "unknown signature field 'color'");
   CHECK(error(good + " qk=64") == "signature field 'qk' appears twice");
   CHECK(error("prefill qk=192") == "signature is missing field 'v'");
@@ -263,4 +263,89 @@ TEST_CASE("a signature text may leave the optional fields out",
   expected.mask = Mask::None;
   expected.arch = Arch::GFX942;
   CHECK(sig == expected);
+}
+
+TEST_CASE("paged_decode signatures round-trip and default their types",
+          "[signature]") {
+  const std::string text = "paged_decode hq=32 hkv=8 v=128 q_len=1 page=16 "
+                           "window=-1 softcap=0 lse=1 q=bf16 kv=bf16 "
+                           "out=bf16 arch=sm_90a";
+  CHECK(Signature::pagedDecode().canonical() == text);
+  Signature sig;
+  REQUIRE(parseSignature(text, sig));
+  CHECK(sig == Signature::pagedDecode());
+  CHECK(sig.validate());
+
+  // The required fields only; an fp8 cache defaults q and out to bf16.
+  REQUIRE(parseSignature("paged_decode hq=16 hkv=4 v=80 q_len=4 page=64 "
+                         "window=256 softcap=30 kv=fp8e4m3 arch=gfx942",
+                         sig));
+  CHECK(sig.canonical() == "paged_decode hq=16 hkv=4 v=80 q_len=4 page=64 "
+                           "window=256 softcap=30 lse=1 q=bf16 kv=fp8e4m3 "
+                           "out=bf16 arch=gfx942");
+  CHECK(sig.headDimQK == 80);
+  CHECK(sig.windowLeft == 256);
+  CHECK(sig.windowRight == -1);
+  CHECK(sig.validate());
+  REQUIRE(parseSignature("paged_decode hq=8 hkv=2 v=32 q_len=1 page=1 "
+                         "kv=fp16 arch=sm_80",
+                         sig));
+  CHECK(sig.qType == DType::FP16);
+  CHECK(sig.outType == DType::FP16);
+  CHECK(sig.validate());
+}
+
+TEST_CASE("paged_decode validation names the field", "[signature]") {
+  auto error = [](const std::string &fields) {
+    Signature sig;
+    Status parsed = parseSignature(
+        "paged_decode hq=32 hkv=8 v=128 q_len=1 page=16 arch=sm_90a " + fields,
+        sig);
+    if (!parsed)
+      return parsed.message();
+    return sig.validate().message();
+  };
+  CHECK(error("") == "");
+  CHECK(error("mask=none") ==
+        "signature field 'mask' is not a paged_decode field");
+  CHECK(error("in=bf16") == "signature field 'in' is not a paged_decode field");
+  Signature sig = Signature::pagedDecode();
+  sig.numKVHeads = 5;
+  CHECK(sig.validate().message() ==
+        "num_q_heads must be a multiple of num_kv_heads (got 32 and 5)");
+  sig = Signature::pagedDecode();
+  sig.headDimQK = sig.headDimV = 100;
+  CHECK(sig.validate().message() ==
+        "head_dim must be a multiple of 8 in [8, 256] for paged_decode "
+        "(16-byte cache vectors) (got 100)");
+  sig.headDimQK = sig.headDimV = 40;
+  sig.kvType = DType::FP8E4M3;
+  CHECK(sig.validate().message() ==
+        "head_dim must be a multiple of 16 in [8, 256] for paged_decode "
+        "(16-byte cache vectors) (got 40)");
+  sig = Signature::pagedDecode();
+  sig.qLen = 9;
+  CHECK(sig.validate().message() ==
+        "q_len must be in [1, 8] for paged_decode (got 9)");
+  sig = Signature::pagedDecode();
+  sig.pageSize = 24;
+  CHECK(sig.validate().message() ==
+        "page_size must be a power of two in [1, 256] (got 24)");
+  sig = Signature::pagedDecode();
+  sig.windowLeft = -2;
+  CHECK(sig.validate().message() ==
+        "window must be -1 (unbounded) or >= 0 (got -2)");
+  sig = Signature::pagedDecode();
+  sig.softCap = -1.0f;
+  CHECK(sig.validate().message() ==
+        "soft_cap must be finite and >= 0 (got -1)");
+  sig = Signature::pagedDecode();
+  sig.kvType = DType::FP8E4M3;
+  sig.arch = Arch::GFX90A;
+  CHECK(sig.validate().message() ==
+        "gfx90a has no fp8 conversion instructions: an fp8 cache needs "
+        "sm_80, sm_90a, gfx942 or gfx950");
+  sig = Signature::pagedDecode();
+  sig.windowRight = 3;
+  CHECK_FALSE(sig.validate());
 }

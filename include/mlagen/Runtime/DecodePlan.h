@@ -82,7 +82,9 @@ struct DecodePlanSummary {
 class DecodePlanner {
 public:
   // `code` is the decode kernel's (Kernel::codeObject()): its tileK,
-  // padded heads and rows per block shape the plan.
+  // padded heads and rows per block shape the plan. decode and
+  // paged_decode kernels (the latter: rows = q_len x hq, a block per kv
+  // head's row block) share it.
   static Status create(const Signature &sig, const CodeObject &code,
                        const DecodePlanOptions &options, DecodePlanner &out);
   static Status create(const Kernel &kernel, const DecodePlanOptions &options,
@@ -104,6 +106,10 @@ public:
   // byte aligned) and at the partial buffers; sets workCapacity, maxBatch.
   void bindPlan(const int32_t *devicePlan, float *partialOut, float *partialLse,
                 DecodeArgs &args) const;
+  // The same for a paged GQA decode step (a planner made from a
+  // paged_decode kernel).
+  void bindPlan(const int32_t *devicePlan, float *partialOut, float *partialLse,
+                PagedDecodeArgs &args) const;
 
 private:
   DecodePlanOptions options_;

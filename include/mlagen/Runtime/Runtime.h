@@ -301,6 +301,46 @@ struct GatherCacheArgs {
   void *stream = nullptr;
 };
 
+// One paged GQA decode step (templates/PAGED_DECODE_CONTRACT.md). Pointers
+// are device memory, strides in elements (the caches' in their own type);
+// 0 selects the contiguous stride. The K and V caches share one set of
+// strides (vLLM's kv_cache[:, 0] and [:, 1] views do). The plan fields are
+// DecodePlanner::bindPlan's, as for DecodeArgs.
+struct PagedDecodeArgs {
+  const void *q = nullptr;      // [batch, q_len, hq, d]
+  const void *kCache = nullptr; // [num_blocks, page_size, hkv, d]
+  const void *vCache = nullptr; // [num_blocks, page_size, hkv, d]
+  void *out = nullptr;          // [batch, q_len, hq, d]
+  float *lse = nullptr; // [batch, q_len, hq], contiguous; null: none
+  const int *blockTable = nullptr; // [batch, blockTableStride] page ids
+  int blockTableStride = 0;        // > 0
+  const int *seqLens = nullptr;    // [batch] keys, the q_len new ones included
+  int batch = 0;                   // 0: nothing to launch
+  // Must equal the kernel's: a mismatched tensor is caught here.
+  int qLen = 0;
+  int numQHeads = 0;
+  int numKVHeads = 0;
+  const int *work = nullptr;
+  const int *numWork = nullptr;
+  const int *merge = nullptr;
+  int workCapacity = 0;
+  int maxBatch = 0;
+  float *partialOut = nullptr; // fp32 [slots, q_len * hq, d]
+  float *partialLse = nullptr; // fp32 [slots, q_len * hq]
+  int64_t qBatchStride = 0, qTokenStride = 0, qHeadStride = 0;
+  int64_t outBatchStride = 0, outTokenStride = 0, outHeadStride = 0;
+  // Contiguous: head = d, token = hkv * d, block = page_size * token.
+  int64_t kvBlockStride = 0, kvTokenStride = 0, kvHeadStride = 0;
+  float softmaxScale = 0.0f; // required, finite and > 0
+  // fp8 cache (kv=fp8e4m3): device fp32 [1] each, key = *kScale * stored,
+  // value = *vScale * stored (vLLM's layer._k_scale / _v_scale tensors;
+  // pointers, so a captured graph follows later scale updates). Required
+  // for an fp8 cache, ignored otherwise.
+  const float *kScale = nullptr;
+  const float *vScale = nullptr;
+  void *stream = nullptr;
+};
+
 class Runtime {
 public:
   static Status create(RuntimeOptions options, std::unique_ptr<Runtime> &out);
@@ -345,6 +385,12 @@ public:
   // ceil(num_tokens * 2 * hkv * v / 8 / threads).
   virtual Status runReshapeAndCache(const Kernel &kernel,
                                     const ReshapeAndCacheArgs &args) = 0;
+  // Checks `args` and enqueues mlagen_paged_decode, grid (workCapacity,
+  // q_len * hq / rows per block), then mlagen_paged_decode_reduce, grid
+  // (batch, ceil(q_len * hq / 4)), on args.stream; no host sync, graph
+  // capturable as runDecode.
+  virtual Status runPagedDecode(const Kernel &kernel,
+                                const PagedDecodeArgs &args) = 0;
   // Checks `args` and enqueues mlagen_gather_cache on args.stream, grid
   // ceil(num_tokens * 2 * hkv * v / 8 / threads).
   virtual Status runGatherCache(const Kernel &kernel,

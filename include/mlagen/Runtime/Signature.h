@@ -44,7 +44,8 @@ enum class OpKind {
   ExpandPageIndices,
   KVCacheWrite,
   ReshapeAndCache,
-  GatherCache
+  GatherCache,
+  PagedDecode
 };
 enum class DType { BF16, FP16, FP8E4M3 };
 enum class Mask { None, Causal };
@@ -123,6 +124,13 @@ struct Signature {
   // fields with op gather_cache (out, and q, are kv's type).
   static Signature gatherCache();
 
+  // Paged GQA decode at Llama-3-8B's shape (templates/
+  // PAGED_DECODE_CONTRACT.md): 32 q heads over 8 kv heads of 128 (qk = v),
+  // q_len 1, 16-key pages, no window, no soft cap, LSE on, bf16, causal
+  // within the q tokens, layout paged. Its window is windowLeft only
+  // (windowRight stays -1).
+  static Signature pagedDecode();
+
   // One line, every field of the op, fixed order: the basis of the cache key
   // and the form `mlagen` prints. Stable across releases of the same cache
   // format. Prefill: "prefill qk=192 v=128 hq=16 hkv=16 mask=causal
@@ -136,7 +144,8 @@ struct Signature {
   // "reshape_and_cache hkv=8 v=128 page=16 kv=bf16 arch=sm_90a" (in= as
   // for kv_cache_write); "gather_cache hkv=8 v=128 page=16 kv=bf16
   // arch=sm_90a" (an fp8 cache adds its output type: "... kv=fp8e4m3
-  // out=bf16 ...").
+  // out=bf16 ..."); "paged_decode hq=32 hkv=8 v=128 q_len=1 page=16
+  // window=-1 softcap=0 lse=1 q=bf16 kv=bf16 out=bf16 arch=sm_90a".
   std::string canonical() const;
 
   // Checks every rule a host app can break; the message names the field.
@@ -151,7 +160,9 @@ struct Signature {
 // page and arch; kv_cache_write: qk, v, page and arch (in defaults to kv,
 // or bf16 for an fp8 cache); reshape_and_cache: hkv, v, page and arch (in
 // as for kv_cache_write); gather_cache: hkv, v, page and arch (out defaults
-// to kv, or bf16 for an fp8 cache). The others default as above (alibi 0; decode: as
+// to kv, or bf16 for an fp8 cache); paged_decode: hq, hkv, v, q_len, page
+// and arch (window is one number, the left window). The others default as
+// above (alibi 0; decode: as
 // Signature::decode()). Unknown or malformed fields, and fields of the other
 // op, give InvalidSignature naming them.
 Status parseSignature(const std::string &text, Signature &out);

@@ -24,6 +24,8 @@ constexpr llvm::StringLiteral kKVCacheWriteTemplate =
     "kernels/kv_cache_write.hip";
 constexpr llvm::StringLiteral kReshapeAndCacheTemplate =
     "kernels/reshape_and_cache.hip";
+constexpr llvm::StringLiteral kPagedDecodeTemplate =
+    "kernels/paged_decode.hip";
 constexpr llvm::StringLiteral kGatherCacheTemplate =
     "kernels/gather_cache.hip";
 constexpr llvm::StringLiteral kMergeAttnStatesTemplate =
@@ -215,6 +217,39 @@ LogicalResult printConfig(GatherCacheOp op, raw_ostream &os) {
   return success();
 }
 
+/// The config block of templates/PAGED_DECODE_CONTRACT.md.
+LogicalResult printConfig(PagedDecodeOp op, raw_ostream &os) {
+  Arch arch = *op.getArch();
+  printConfigHeader(op.getSymName(), arch, os);
+  os << "constexpr int kHeadDim = " << op.getHeadDim() << ";\n"
+     << "constexpr int kHeadDimPad = " << op.getHeadDimPad() << ";\n"
+     << "constexpr int kNumQHeads = " << op.getQHeads() << ";\n"
+     << "constexpr int kNumKVHeads = " << op.getKvHeads() << ";\n"
+     << "constexpr int kQLen = " << op.getQLen() << ";\n"
+     << "constexpr int kPageSize = " << op.getPageSize() << ";\n"
+     << "constexpr int kWindowLeft = " << op.getWindowLeft() << ";\n"
+     << "constexpr float kSoftCap = " << floatLiteral(op.getSoftCapValue())
+     << ";\n"
+     << "constexpr bool kReturnLSE = " << boolean(op.getLse()) << ";\n"
+     << "constexpr bool kInputBF16 = "
+     << boolean(op.getOutType() == DType::BF16) << ";\n"
+     << "constexpr bool kCacheFP8 = "
+     << boolean(op.getKvType() == DType::F8E4M3) << ";\n"
+     << "constexpr int kRowsPerBlock = " << op.getRowsPerBlock() << ";\n"
+     << "constexpr int kTileK = " << op.getTileK() << ";\n"
+     << "constexpr int kThreads = " << op.getLaunchAttr().getThreads()
+     << ";\n"
+     << "constexpr int kWaveSize = " << (isCDNA(arch) ? 64 : 32) << ";\n"
+     << "constexpr int kSharedBytes = " << op.getLaunchAttr().getSharedBytes()
+     << ";\n"
+     << "constexpr int kReduceThreads = "
+     << op.getReduceLaunchAttr().getThreads() << ";\n"
+     << "constexpr int kReduceRowsPerBlock = "
+     << PagedDecodeOp::kReduceRowsPerBlock << ";\n"
+     << "} // namespace mlagen_config\n";
+  return success();
+}
+
 /// The next `@@NAME@@` in `text` at or after `from`, or an empty StringRef.
 StringRef findPlaceholder(StringRef text, size_t from = 0) {
   for (size_t start = text.find("@@", from); start != StringRef::npos;
@@ -326,18 +361,23 @@ LogicalResult mlagen::emitHIP(GatherCacheOp op, raw_ostream &os) {
   return emitFromTemplate(op, kGatherCacheTemplate, os);
 }
 
+LogicalResult mlagen::emitHIP(PagedDecodeOp op, raw_ostream &os) {
+  return emitFromTemplate(op, kPagedDecodeTemplate, os);
+}
+
 LogicalResult mlagen::emitHIP(ModuleOp module, raw_ostream &os) {
   SmallVector<Operation *> variants;
   for (Operation &op : module.getOps())
     if (isa<PrefillOp, DecodeOp, MergeAttnStatesOp, ExpandPageIndicesOp,
-            KVCacheWriteOp, ReshapeAndCacheOp, GatherCacheOp>(op))
+            KVCacheWriteOp, ReshapeAndCacheOp, GatherCacheOp, PagedDecodeOp>(
+            op))
       variants.push_back(&op);
   if (variants.size() != 1)
     return module.emitError()
            << "expected one variant (mla.prefill, mla.decode, "
               "mla.merge_attn_states, mla.expand_page_indices, "
-              "mla.kv_cache_write, mla.reshape_and_cache or "
-              "mla.gather_cache) to emit, found "
+              "mla.kv_cache_write, mla.reshape_and_cache, mla.gather_cache "
+              "or mla.paged_decode) to emit, found "
            << variants.size();
   if (auto decode = dyn_cast<DecodeOp>(variants.front()))
     return emitHIP(decode, os);
@@ -345,6 +385,8 @@ LogicalResult mlagen::emitHIP(ModuleOp module, raw_ostream &os) {
     return emitHIP(merge, os);
   if (auto expand = dyn_cast<ExpandPageIndicesOp>(variants.front()))
     return emitHIP(expand, os);
+  if (auto paged = dyn_cast<PagedDecodeOp>(variants.front()))
+    return emitHIP(paged, os);
   if (auto write = dyn_cast<KVCacheWriteOp>(variants.front()))
     return emitHIP(write, os);
   if (auto write = dyn_cast<ReshapeAndCacheOp>(variants.front()))

@@ -15,7 +15,7 @@ mla.decode @fp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, pa
 // -----
 
 // One kernel per translation unit, whatever its op.
-// expected-error @+1 {{expected one variant (mla.prefill, mla.decode, mla.merge_attn_states, mla.expand_page_indices, mla.kv_cache_write, mla.reshape_and_cache or mla.gather_cache) to emit, found 2}}
+// expected-error @+1 {{expected one variant (mla.prefill, mla.decode, mla.merge_attn_states, mla.expand_page_indices, mla.kv_cache_write, mla.reshape_and_cache, mla.gather_cache or mla.paged_decode) to emit, found 2}}
 module {
   mla.prefill @a qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads = 16, mask = causal, arch = sm_90a, tiling = <tile_q = 128, tile_k = 64, warps = 8, wave_size = 32, stages = 2, mma_m = 16, mma_n = 8, mma_k = 16>, launch = <entry = "mlagen_prefill", threads = 256, shared_bytes = 137216>, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
   mla.decode @b qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, arch = sm_90a, tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 8, wave_size = 32, stages = 2>, launch = <entry = "mlagen_decode", threads = 256, shared_bytes = 173824>, reduce_launch = <entry = "mlagen_decode_reduce", threads = 256, shared_bytes = 0>, q_type = bf16, kv_type = bf16, out_type = bf16

@@ -22,6 +22,7 @@ class KVCacheWriteOp;
 class MergeAttnStatesOp;
 class PrefillOp;
 class ReshapeAndCacheOp;
+class PagedDecodeOp;
 } // namespace mla
 
 /// Prints `op`, prepared by mla-prepare-emission, as one self-contained HIP
@@ -53,9 +54,14 @@ mlir::LogicalResult emitHIP(mla::ReshapeAndCacheOp op, llvm::raw_ostream &os);
 /// templates/kernels/gather_cache.hip.
 mlir::LogicalResult emitHIP(mla::GatherCacheOp op, llvm::raw_ostream &os);
 
+/// Prints a prepared paged_decode variant (both entries) from
+/// templates/kernels/paged_decode.hip.
+mlir::LogicalResult emitHIP(mla::PagedDecodeOp op, llvm::raw_ostream &os);
+
 /// Prints the single variant (mla.prefill, mla.decode,
 /// mla.merge_attn_states, mla.expand_page_indices, mla.kv_cache_write,
-/// mla.reshape_and_cache or mla.gather_cache) of `module`.
+/// mla.reshape_and_cache, mla.gather_cache or mla.paged_decode) of
+/// `module`.
 mlir::LogicalResult emitHIP(mlir::ModuleOp module, llvm::raw_ostream &os);
 
 /// Registers `--mla-to-hip` with mlir-translate.

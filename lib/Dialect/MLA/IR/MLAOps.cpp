@@ -4,6 +4,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include "llvm/Support/MathExtras.h"
+#include <algorithm>
 #include <cmath>
 
 using namespace mlir;
@@ -266,4 +268,74 @@ LogicalResult GatherCacheOp::verify() {
   return verifyCacheTypes(*this, "out_type", "the gathered tokens' type",
                           getOutputType(), getKvType(), getArch(),
                           static_cast<bool>(getLaunchAttr()));
+}
+
+int32_t PagedDecodeOp::getHeadDimPad() {
+  return static_cast<int32_t>(llvm::PowerOf2Ceil(getHeadDim()));
+}
+
+int32_t PagedDecodeOp::getTileK() {
+  // 128 threads; 8-column chunks split among a key's threads. 256-wide rows
+  // take 32 keys so that two tiles stay within CDNA's 64 KB of LDS.
+  int32_t pad = getHeadDimPad();
+  return pad <= 8 ? 128 : pad >= 256 ? 32 : 64;
+}
+
+int32_t PagedDecodeOp::getRowsPerBlock() {
+  int32_t rows = getQLen() * (getQHeads() / getKvHeads());
+  for (int32_t candidate = std::min(rows, 16); candidate > 1; --candidate)
+    if (rows % candidate == 0)
+      return candidate;
+  return 1;
+}
+
+int32_t PagedDecodeOp::getSharedBytes() {
+  // The template's layout: K and V tiles of rows padded by 16 bytes, fp32
+  // scores [rows][tile_k + 4], fp32 q [rows][pad + 4], 32 floats of stats.
+  int32_t elemBytes = getKvType() == DType::F8E4M3 ? 1 : 2;
+  int32_t tileK = getTileK(), rows = getRowsPerBlock(), pad = getHeadDimPad();
+  return 2 * tileK * (pad * elemBytes + 16) + 4 * rows * (tileK + 4) +
+         4 * rows * (pad + 4) + 128;
+}
+
+LogicalResult PagedDecodeOp::verify() {
+  if (getQHeads() % getKvHeads() != 0)
+    return emitOpError() << "'q_heads' (" << getQHeads()
+                         << ") must be a multiple of 'kv_heads' ("
+                         << getKvHeads() << ")";
+  int32_t multiple = getKvType() == DType::F8E4M3 ? 16 : 8;
+  if (getHeadDim() % multiple != 0)
+    return emitOpError() << "'head_dim' must be a multiple of " << multiple
+                         << " (16-byte cache vectors), got " << getHeadDim();
+  if (getWindowLeft() < -1)
+    return emitOpError() << "'window' must be -1 (unbounded) or >= 0, got "
+                         << getWindowLeft();
+  float cap = getSoftCapValue();
+  if (!std::isfinite(cap) || cap < 0.0f)
+    return emitOpError() << "'soft_cap' must be finite and >= 0 (0 is off), "
+                            "got "
+                         << cap;
+  if (getQType() != getOutType())
+    return emitOpError() << "'q_type' (" << stringifyDType(getQType())
+                         << ") must equal 'out_type' ("
+                         << stringifyDType(getOutType()) << ")";
+  if (getOutType() == DType::F8E4M3)
+    return emitOpError() << "'out_type' must be bf16 or f16";
+  if (getKvType() == DType::F8E4M3) {
+    if (getOutType() != DType::BF16)
+      return emitOpError() << "an f8E4M3 cache needs bf16 q and out";
+    if (getArch() && *getArch() == Arch::GFX90A)
+      return emitOpError() << "gfx90a has no fp8 conversion instructions: "
+                              "an f8E4M3 cache needs sm_80, sm_90a, gfx942 "
+                              "(FNUZ) or gfx950 (OCP)";
+  } else if (getKvType() != getQType()) {
+    return emitOpError() << "'kv_type' (" << stringifyDType(getKvType())
+                         << ") must equal 'q_type' ("
+                         << stringifyDType(getQType())
+                         << ") or be f8E4M3";
+  }
+  if ((getLaunchAttr() || getReduceLaunchAttr()) && !getArch())
+    return emitOpError() << "'launch' requires 'arch': a launch is prepared "
+                            "for a target";
+  return success();
 }

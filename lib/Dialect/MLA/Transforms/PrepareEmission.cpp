@@ -155,6 +155,33 @@ LogicalResult prepareForEmission(GatherCacheOp op) {
   return success();
 }
 
+/// The entry points templates/kernels/paged_decode.hip defines.
+constexpr llvm::StringLiteral kPagedDecodeEntry = "mlagen_paged_decode";
+constexpr llvm::StringLiteral kPagedDecodeReduceEntry =
+    "mlagen_paged_decode_reduce";
+
+LogicalResult prepareForEmission(PagedDecodeOp op) {
+  if (!op.getArch())
+    return op.emitOpError()
+           << "has no 'arch': run mla-select-tiling before emission";
+  Arch arch = *op.getArch();
+  if (op.getKvType() == DType::F8E4M3 && arch == Arch::GFX90A)
+    return op.emitOpError() << "gfx90a has no fp8 conversion instructions";
+  const TargetInfo &target = getTargetInfo(arch);
+  int64_t sharedBytes = op.getSharedBytes();
+  if (sharedBytes > target.sharedBytesLimit)
+    return op.emitOpError() << "needs " << sharedBytes
+                            << " bytes of shared memory, "
+                            << stringifyArch(arch) << " has "
+                            << target.sharedBytesLimit;
+  op.setLaunchAttr(LaunchAttr::get(op.getContext(), kPagedDecodeEntry,
+                                   PagedDecodeOp::kThreads, sharedBytes));
+  op.setReduceLaunchAttr(LaunchAttr::get(op.getContext(),
+                                         kPagedDecodeReduceEntry,
+                                         PagedDecodeOp::kThreads, 0));
+  return success();
+}
+
 struct PrepareEmissionPass
     : mlagen::mla::impl::MLAPrepareEmissionPassBase<PrepareEmissionPass> {
   void runOnOperation() override {
@@ -178,6 +205,9 @@ struct PrepareEmissionPass
       if (failed(prepareForEmission(op)))
         signalPassFailure();
     for (GatherCacheOp op : getOperation().getOps<GatherCacheOp>())
+      if (failed(prepareForEmission(op)))
+        signalPassFailure();
+    for (PagedDecodeOp op : getOperation().getOps<PagedDecodeOp>())
       if (failed(prepareForEmission(op)))
         signalPassFailure();
   }

@@ -215,6 +215,9 @@ struct SelectTilingPass
       setArch(op);
     for (GatherCacheOp op : module.getOps<GatherCacheOp>())
       setArch(op);
+    // Paged decode's tiling follows from its shape (PagedDecodeOp::getTileK).
+    for (PagedDecodeOp op : module.getOps<PagedDecodeOp>())
+      setArch(op);
     for (MergeAttnStatesOp op : module.getOps<MergeAttnStatesOp>()) {
       if (op.getArch())
         continue;

@@ -399,4 +399,89 @@ def MLA_GatherCacheOp : MLA_Op<"gather_cache", [
   let hasVerifier = 1;
 }
 
+def MLA_PagedDecodeOp : MLA_Op<"paged_decode", [
+    Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "a paged GQA decode kernel variant (vLLM's decode for Llama)";
+  let description = [{
+    One paged GQA decode kernel (templates/PAGED_DECODE_CONTRACT.md): q
+    head h attends to kv head h / (q_heads / kv_heads) of separate K and V
+    caches of `page_size`-key pages reached through a block table. A
+    request brings q_len query tokens (1..8), causal among themselves;
+    `window` (>= 0) limits token t to keys >= its position - window, and
+    `soft_cap` (> 0) caps the scaled logits by soft_cap * tanh(x / soft_cap).
+    Keys are split into chunks by the host planner (DecodePlanner) and
+    merged by LSE in a second entry. The caches may be f8E4M3 (per-tensor
+    k and v scales at run time) with bf16 q and out.
+
+    ```mlir
+    mla.paged_decode @llama3_8b q_heads = 32, kv_heads = 8, head_dim = 128,
+        q_len = 1, page_size = 16, lse, arch = sm_90a,
+        q_type = bf16, kv_type = bf16, out_type = bf16
+    ```
+
+    `arch` absent takes the target of mla-select-tiling; mla-prepare-emission
+    sets `launch` (mlagen_paged_decode) and `reduce_launch`
+    (mlagen_paged_decode_reduce). The tiling follows from the shape (see
+    getTileK, getRowsPerBlock).
+  }];
+
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    ConfinedAttr<MLA_IntAttr, [MLA_IntInRange<1, 256>]>:$q_heads,
+    ConfinedAttr<MLA_IntAttr, [MLA_IntInRange<1, 128>]>:$kv_heads,
+    ConfinedAttr<MLA_IntAttr, [MLA_IntInRange<8, 256>]>:$head_dim,
+    ConfinedAttr<MLA_IntAttr, [MLA_IntInRange<1, 8>]>:$q_len,
+    ConfinedAttr<MLA_IntAttr, [MLA_IntPowerOf2UpTo<256>]>:$page_size,
+    OptionalAttr<MLA_IntAttr>:$window,
+    OptionalAttr<F32Attr>:$soft_cap,
+    UnitAttr:$lse,
+    OptionalAttr<MLA_ArchAttr>:$arch,
+    OptionalAttr<MLA_LaunchAttr>:$launch,
+    OptionalAttr<MLA_LaunchAttr>:$reduce_launch,
+    MLA_DTypeAttr:$q_type,
+    MLA_DTypeAttr:$kv_type,
+    MLA_DTypeAttr:$out_type
+  );
+
+  let assemblyFormat = [{
+    $sym_name
+    `q_heads` `=` $q_heads `,` `kv_heads` `=` $kv_heads `,`
+    `head_dim` `=` $head_dim `,` `q_len` `=` $q_len `,`
+    `page_size` `=` $page_size `,`
+    (`window` `=` $window^ `,`)?
+    (`soft_cap` `=` $soft_cap^ `,`)?
+    (`lse` $lse^ `,`)?
+    (`arch` `=` `` $arch^ `,`)?
+    (`launch` `=` $launch^ `,`)?
+    (`reduce_launch` `=` $reduce_launch^ `,`)?
+    `q_type` `=` `` $q_type `,` `kv_type` `=` `` $kv_type `,`
+    `out_type` `=` `` $out_type
+    attr-dict
+  }];
+
+  let hasVerifier = 1;
+
+  let extraClassDeclaration = [{
+    /// The left window, -1 (unbounded) when absent.
+    int32_t getWindowLeft() { return getWindow().value_or(-1); }
+    /// The soft cap, 0 when it is off.
+    float getSoftCapValue() {
+      return getSoftCap() ? getSoftCap()->convertToFloat() : 0.0f;
+    }
+    /// The head dim the kernel computes on: the next power of two (pad
+    /// columns are zero).
+    int32_t getHeadDimPad();
+    /// Keys per shared-memory tile: 128 / threads per key.
+    int32_t getTileK();
+    /// q rows (token x head of one kv head's group) per block: the largest
+    /// divisor of q_len x group up to 16.
+    int32_t getRowsPerBlock();
+    /// Dynamic shared memory of mlagen_paged_decode.
+    int32_t getSharedBytes();
+    /// Threads of both entries, and rows one reduce block merges.
+    static constexpr int32_t kThreads = 128;
+    static constexpr int32_t kReduceRowsPerBlock = 4;
+  }];
+}
+
 #endif // MLAGEN_DIALECT_MLA_IR_MLAOPS_TD

@@ -1,0 +1,107 @@
+"""Paged GQA decode (Llama-3-8B: 32 q / 8 kv heads, d128, q_len 1, S4096):
+mlagen next to cuDNN's GQA decode (torch SDPA, contiguous K/V) and flash
+(torch SDPA's flash backend) on the same shapes, in one process.
+
+Run on the GPU machine from the repo root:
+    PYTHONPATH=python MLAGEN_LIBRARY=carry/libmlagen.so python3 bench/bench_paged_decode.py
+Writes paged_decode_bench.json and paged_decode_bench.md under $OUT (or /tmp).
+GB/s count K + V bytes read (their dtype's) plus q and out; ratios are to
+cuDNN's bf16 GQA decode GB/s at the same batch, measured in the same run.
+Times are medians of triton.testing.do_bench over a plan updated once.
+"""
+import json
+import math
+import os
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from triton.testing import do_bench
+
+import mlagen
+
+HQ, HKV, D, SEQ = 32, 8, 128, 4096
+
+
+def bench(fn):
+    fn()
+    torch.cuda.synchronize()
+    return do_bench(fn, warmup=25, rep=200, return_mode="median")
+
+
+def io_bytes(batch, kv_bytes):
+    return 2 * batch * SEQ * HKV * D * kv_bytes + 2 * batch * HQ * D * 2
+
+
+def mlagen_paged(rt, arch, batch, page, fp8):
+    kernel = rt.kernel(f"paged_decode hq={HQ} hkv={HKV} v={D} q_len=1 page={page} window=-1 "
+                       f"softcap=0 lse=1 q=bf16 kv={'fp8e4m3' if fp8 else 'bf16'} out=bf16 "
+                       f"arch={arch}")
+    pages = SEQ // page
+    q = torch.randn(batch, 1, HQ, D, device="cuda", dtype=torch.bfloat16)
+    kv = torch.randn(2, batch * pages, page, HKV, D, device="cuda", dtype=torch.bfloat16)
+    scales = (None, None)
+    if fp8:
+        kv = (kv * 16).to(torch.float8_e4m3fn)
+        scales = (torch.tensor([1 / 16], device="cuda"), torch.tensor([1 / 16], device="cuda"))
+    table = torch.randperm(batch * pages, device="cuda", dtype=torch.int32).view(batch, pages)
+    lens = torch.full((batch,), SEQ, device="cuda", dtype=torch.int32)
+    out = torch.empty(batch, 1, HQ, D, device="cuda", dtype=torch.bfloat16)
+    lse = torch.empty(batch, 1, HQ, device="cuda", dtype=torch.float32)
+    plan = mlagen.DecodePlan(kernel, batch).update([SEQ] * batch)
+    torch.cuda.synchronize()
+    return lambda: kernel.paged_decode(q, kv[0], kv[1], out, table, lens, plan,
+                                       1 / math.sqrt(D), lse=lse, k_scale=scales[0],
+                                       v_scale=scales[1])
+
+
+def sdpa_decode(batch, backend):
+    q = torch.randn(batch, HQ, 1, D, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(batch, HKV, SEQ, D, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+    try:
+        with sdpa_kernel([backend]):
+            return bench(lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
+    except RuntimeError as e:  # a backend that refuses the shape
+        print(f"{backend}: {e}".splitlines()[0])
+        return None
+
+
+def main():
+    rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
+    arch = "sm_90a" if torch.cuda.get_device_capability() >= (9, 0) else "sm_80"
+    res = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": []}
+    for batch in (64, 128):
+        peers = {}
+        for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION),
+                              ("flash", SDPBackend.FLASH_ATTENTION)):
+            ms = sdpa_decode(batch, backend)
+            peers[name] = round(io_bytes(batch, 2) / ms / 1e6, 1) if ms else None
+        res[f"cudnn_gqa_decode_B{batch}_GBps"] = peers["cudnn"]
+        res[f"flash_gqa_decode_B{batch}_GBps"] = peers["flash"]
+        for page in (16, 64):
+            for fp8 in (False, True):
+                ms = bench(mlagen_paged(rt, arch, batch, page, fp8))
+                gbps = round(io_bytes(batch, 1 if fp8 else 2) / ms / 1e6, 1)
+                row = dict(batch=batch, page=page, cache="fp8" if fp8 else "bf16",
+                           us=round(ms * 1e3, 1), GBps=gbps,
+                           vs_cudnn=round(gbps / peers["cudnn"], 2) if peers["cudnn"] else None,
+                           vs_flash=round(gbps / peers["flash"], 2) if peers["flash"] else None)
+                res["rows"].append(row)
+                print(row, flush=True)
+    out_dir = os.environ.get("OUT", "/tmp")
+    with open(os.path.join(out_dir, "paged_decode_bench.json"), "w") as f:
+        json.dump(res, f, indent=1)
+    lines = [f"# Paged GQA decode on {res['gpu']} (32/8 heads, d128, S{SEQ}, q_len 1)", "",
+             "| batch | page | cache | us | GB/s | / cuDNN | / flash |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['batch']} | {r['page']} | {r['cache']} | {r['us']} | {r['GBps']} | "
+              f"{r['vs_cudnn']} | {r['vs_flash']} |" for r in res["rows"]]
+    lines += ["", f"cuDNN GQA decode: B64 {res['cudnn_gqa_decode_B64_GBps']} GB/s, "
+              f"B128 {res['cudnn_gqa_decode_B128_GBps']} GB/s (bf16, contiguous K/V)"]
+    with open(os.path.join(out_dir, "paged_decode_bench.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
