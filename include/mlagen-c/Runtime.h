@@ -262,7 +262,9 @@ MLAGEN_C_EXPORT int mlagen_decode_run(
  * num_q_heads and num_kv_heads must equal the kernel's. strides: NULL or 9
  * element strides q_batch, q_token, q_head, out_batch, out_token, out_head,
  * kv_block, kv_token, kv_head; 0 means contiguous. softmax_scale is
- * required (> 0). Does not wait for the GPU. */
+ * required (> 0). alibi_slopes: [num_q_heads] fp32 device array, required
+ * by an alibi=1 kernel and refused (non-NULL) by any other. Does not wait
+ * for the GPU. */
 MLAGEN_C_EXPORT int mlagen_paged_decode_run(
     const mlagen_decode_planner *planner, const void *q, const void *k_cache,
     const void *v_cache, void *out, float *lse, const int32_t *block_table,
@@ -270,7 +272,7 @@ MLAGEN_C_EXPORT int mlagen_paged_decode_run(
     const int32_t *device_plan, float *partial_out, float *partial_lse,
     int batch, int q_len, int num_q_heads, int num_kv_heads,
     const int64_t *strides, float softmax_scale, const float *k_scale,
-    const float *v_scale, void *stream);
+    const float *v_scale, const float *alibi_slopes, void *stream);
 
 /* mlagen_decode_run in checked mode (templates/DECODE_CONTRACT.md, "Checked
  * mode"): error_flags (MLAGEN_DECODE_ERROR_FLAG_INTS device int32, zeroed by

@@ -110,8 +110,9 @@ std::vector<Signature> defaultVariantSet(const std::vector<Arch> &archs) {
         set.push_back(sig);
       }
   // Paged GQA decode at Llama-3-8B's shape (32 q heads over 8 kv heads of
-  // 128), q_len 1, pages 16 and 64, bf16 and fp8 caches; and one
-  // speculative-decoding entry (q_len 4, 16-key pages, bf16).
+  // 128), q_len 1, pages 16 and 64, bf16 and fp8 caches; one
+  // speculative-decoding entry (q_len 4, 16-key pages, bf16); and an ALiBi
+  // model of MPT-7B's shape (32 / 32, d128, 16-key pages, bf16).
   for (Arch arch : archs) {
     for (DType cache : {DType::BF16, DType::FP8E4M3})
       for (int pageSize : {16, 64}) {
@@ -127,6 +128,11 @@ std::vector<Signature> defaultVariantSet(const std::vector<Arch> &archs) {
     multiToken.qLen = 4;
     multiToken.arch = arch;
     set.push_back(multiToken);
+    Signature mpt = Signature::pagedDecode();
+    mpt.numKVHeads = 32;
+    mpt.alibi = true;
+    mpt.arch = arch;
+    set.push_back(mpt);
   }
   return set;
 }

@@ -223,6 +223,7 @@ OwningOpRef<ModuleOp> mlagen::buildVariantModule(MLIRContext &context,
     fixed.pageSize = sig.pageSize;
     fixed.windowLeft = sig.windowLeft;
     fixed.softCap = sig.softCap;
+    fixed.alibi = sig.alibi;
     fixed.returnLSE = sig.returnLSE;
     fixed.qType = sig.qType;
     fixed.kvType = sig.kvType;
@@ -230,8 +231,8 @@ OwningOpRef<ModuleOp> mlagen::buildVariantModule(MLIRContext &context,
     fixed.arch = sig.arch;
     if (!(fixed == sig)) {
       emitError(loc) << "a paged_decode signature sets only hq, hkv, v, "
-                        "q_len, page, window, softcap, lse, q, kv, out and "
-                        "arch (qk equals v)";
+                        "q_len, page, window, softcap, alibi, lse, q, kv, "
+                        "out and arch (qk equals v)";
       return nullptr;
     }
     OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
@@ -243,7 +244,7 @@ OwningOpRef<ModuleOp> mlagen::buildVariantModule(MLIRContext &context,
         sig.windowLeft != -1 ? builder.getI32IntegerAttr(sig.windowLeft)
                              : nullptr,
         sig.softCap != 0.0f ? builder.getF32FloatAttr(sig.softCap) : nullptr,
-        sig.returnLSE, mla::ArchAttr::get(&context, *arch),
+        sig.alibi, sig.returnLSE, mla::ArchAttr::get(&context, *arch),
         /*launch=*/nullptr, /*reduce_launch=*/nullptr, *qType, *kvType,
         *outType);
     return module;
@@ -443,6 +444,7 @@ static Signature signatureOf(mla::PagedDecodeOp op) {
   sig.pageSize = op.getPageSize();
   sig.windowLeft = op.getWindowLeft();
   sig.softCap = op.getSoftCapValue();
+  sig.alibi = op.getAlibi();
   sig.returnLSE = op.getLse();
   sig.qType = fromMLA(op.getQType());
   sig.kvType = fromMLA(op.getKvType());

@@ -560,7 +560,7 @@ int mlagen_paged_decode_run(
     const int32_t *device_plan, float *partial_out, float *partial_lse,
     int batch, int q_len, int num_q_heads, int num_kv_heads,
     const int64_t *strides, float softmax_scale, const float *k_scale,
-    const float *v_scale, void *stream) {
+    const float *v_scale, const float *alibi_slopes, void *stream) {
   return guarded([&]() -> Status {
     if (!planner)
       return Status(StatusCode::InvalidArgument, "planner is null");
@@ -593,6 +593,7 @@ int mlagen_paged_decode_run(
     args.softmaxScale = softmax_scale;
     args.kScale = k_scale;
     args.vScale = v_scale;
+    args.alibiSlopes = alibi_slopes;
     args.stream = stream;
     return handle.runtime->runPagedDecode(*handle.kernel, args);
   });

@@ -19,7 +19,8 @@ namespace mlagen {
 // Signature::canonical() change; it names the cache subdirectory (v2/).
 // v2: entries record their signature, generator, compiler and flags.
 // v3: prefill signatures gain alibi=0|1 (and its params alibi_slopes).
-inline constexpr unsigned kCacheFormatVersion = 3;
+// v4: paged_decode signatures gain alibi=0|1 (and its params alibi_slopes).
+inline constexpr unsigned kCacheFormatVersion = 4;
 
 struct Hash128 {
   uint64_t low = 0, high = 0;

@@ -68,6 +68,15 @@ Status preparePagedDecodeLaunch(const Signature &sig, const CodeObject &code,
     return invalidArgument("block_table_stride must be > 0" +
                            got(args.blockTableStride));
 
+  // A bias silently not applied is a wrong answer: slopes must match the
+  // kernel's alibi flag both ways.
+  if (sig.alibi && !args.alibiSlopes)
+    return invalidArgument("alibi_slopes is null, but the kernel has alibi=1: "
+                           "pass [num_q_heads] fp32 slopes");
+  if (!sig.alibi && args.alibiSlopes)
+    return invalidArgument("alibi_slopes is given, but the kernel has alibi=0 "
+                           "and would ignore them: build it with alibi=1");
+
   const bool fp8Cache = sig.kvType == DType::FP8E4M3;
   float *lse = sig.returnLSE ? args.lse : nullptr;
   struct Pointer {
@@ -91,6 +100,7 @@ Status preparePagedDecodeLaunch(const Signature &sig, const CodeObject &code,
       {"partial_lse", args.partialLse, 4, true},
       {"k_scale", fp8Cache ? args.kScale : nullptr, 4, fp8Cache},
       {"v_scale", fp8Cache ? args.vScale : nullptr, 4, fp8Cache},
+      {"alibi_slopes", args.alibiSlopes, 4, false},
   };
   for (const Pointer &p : pointers) {
     if (!p.ptr) {
@@ -157,6 +167,7 @@ Status preparePagedDecodeLaunch(const Signature &sig, const CodeObject &code,
                 args.merge,      args.partialOut,  args.partialLse,
                 fp8Cache ? args.kScale : nullptr,
                 fp8Cache ? args.vScale : nullptr,
+                args.alibiSlopes,
                 resolved[0],     resolved[1],      resolved[2],
                 resolved[3],     resolved[4],      resolved[5],
                 resolved[6],     resolved[7],      resolved[8],

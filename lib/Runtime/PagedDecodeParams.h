@@ -27,6 +27,7 @@ struct PagedDecodeParams {
   float *partial_lse;
   const float *k_scale; // fp8 cache: device [1]; else null
   const float *v_scale;
+  const float *alibi_slopes; // alibi=1: device [hq]; else null
   long long q_batch_stride, q_token_stride, q_head_stride;
   long long out_batch_stride, out_token_stride, out_head_stride;
   long long kv_block_stride, kv_token_stride, kv_head_stride;
@@ -52,12 +53,13 @@ static_assert(offsetof(PagedDecodeParams, partial_out) == 80);
 static_assert(offsetof(PagedDecodeParams, partial_lse) == 88);
 static_assert(offsetof(PagedDecodeParams, k_scale) == 96);
 static_assert(offsetof(PagedDecodeParams, v_scale) == 104);
-static_assert(offsetof(PagedDecodeParams, q_batch_stride) == 112);
-static_assert(offsetof(PagedDecodeParams, kv_block_stride) == 160);
-static_assert(offsetof(PagedDecodeParams, kv_head_stride) == 176);
-static_assert(offsetof(PagedDecodeParams, block_table_stride) == 184);
-static_assert(offsetof(PagedDecodeParams, softmax_scale) == 192);
-static_assert(sizeof(PagedDecodeParams) == 200);
+static_assert(offsetof(PagedDecodeParams, alibi_slopes) == 112);
+static_assert(offsetof(PagedDecodeParams, q_batch_stride) == 120);
+static_assert(offsetof(PagedDecodeParams, kv_block_stride) == 168);
+static_assert(offsetof(PagedDecodeParams, kv_head_stride) == 184);
+static_assert(offsetof(PagedDecodeParams, block_table_stride) == 192);
+static_assert(offsetof(PagedDecodeParams, softmax_scale) == 200);
+static_assert(sizeof(PagedDecodeParams) == 208);
 
 } // namespace mlagen
 

@@ -351,6 +351,7 @@ Status validatePagedDecode(const Signature &sig) {
   fixed.pageSize = sig.pageSize;
   fixed.windowLeft = sig.windowLeft;
   fixed.softCap = sig.softCap;
+  fixed.alibi = sig.alibi;
   fixed.returnLSE = sig.returnLSE;
   fixed.qType = sig.qType;
   fixed.kvType = sig.kvType;
@@ -358,7 +359,7 @@ Status validatePagedDecode(const Signature &sig) {
   fixed.arch = sig.arch;
   if (!(fixed == sig))
     return invalid("a paged_decode signature sets only hq, hkv, v, q_len, "
-                   "page, window, softcap, lse, q, kv, out and arch; the "
+                   "page, window, softcap, alibi, lse, q, kv, out and arch; the "
                    "other fields keep Signature::pagedDecode()'s values (qk "
                    "= v, window_right -1, mask causal, layout paged)");
   if (sig.numKVHeads < 1 || sig.numKVHeads > 128)
@@ -508,7 +509,7 @@ std::string Signature::canonical() const {
     os << "paged_decode hq=" << numQHeads << " hkv=" << numKVHeads
        << " v=" << headDimV << " q_len=" << qLen << " page=" << pageSize
        << " window=" << windowLeft << " softcap=" << formatFloat(softCap)
-       << " lse=" << (returnLSE ? 1 : 0) << " q=" << dtypeName(qType)
+       << " alibi=" << (alibi ? 1 : 0) << " lse=" << (returnLSE ? 1 : 0) << " q=" << dtypeName(qType)
        << " kv=" << dtypeName(kvType) << " out=" << dtypeName(outType)
        << " arch=" << archName(arch);
     return os.str();
@@ -755,8 +756,8 @@ Status parseSignature(const std::string &text, Signature &out) {
   const std::vector<std::string> reshapeFields = {"hkv", "v",  "page",
                                                   "in",  "kv", "arch"};
   const std::vector<std::string> pagedFields = {
-      "hq",  "hkv", "v", "q_len", "page", "window", "softcap",
-      "lse", "q",   "kv", "out",  "arch"};
+      "hq",  "hkv", "v",  "q_len", "page", "window", "softcap",
+      "alibi", "lse", "q", "kv",    "out",  "arch"};
   const std::vector<std::string> gatherFields = {"hkv", "v",   "page",
                                                  "kv",  "out", "arch"};
 

@@ -75,7 +75,7 @@ _lib.mlagen_paged_decode_run.argtypes = [
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
     ctypes.POINTER(ctypes.c_int64), ctypes.c_float, ctypes.c_void_p, ctypes.c_void_p,
-    ctypes.c_void_p]
+    ctypes.c_void_p, ctypes.c_void_p]
 _DECODE_ERROR_FLAG_INTS = 8  # MLAGEN_DECODE_ERROR_FLAG_INTS
 _lib.mlagen_expand_page_indices_run.argtypes = [
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
@@ -263,7 +263,8 @@ class Kernel:
             _current_stream(stream)))
 
     def paged_decode(self, q, k_cache, v_cache, out, block_table, seq_lens, plan,
-                     softmax_scale, lse=None, k_scale=None, v_scale=None, stream=None):
+                     softmax_scale, lse=None, k_scale=None, v_scale=None, alibi_slopes=None,
+                     stream=None):
         """One paged GQA decode step (templates/PAGED_DECODE_CONTRACT.md):
         mlagen_paged_decode, then mlagen_paged_decode_reduce, reading only
         device memory, so it can be captured in a CUDA graph. plan: a
@@ -276,7 +277,10 @@ class Kernel:
         A kernel with kv=fp8e4m3 takes fp8 e4m3 caches (float8_e4m3fn on
         NVIDIA and gfx950, float8_e4m3fnuz on gfx942, or raw uint8) and
         k_scale, v_scale: fp32 device tensors of one element (key = k_scale *
-        stored), read on the device so a captured graph follows updates."""
+        stored), read on the device so a captured graph follows updates.
+        alibi_slopes: fp32 [hq] on the device, required by an alibi=1 kernel,
+        refused by any other (-slope * (position - key) added to the capped
+        logits, as prefill's)."""
         import torch
         if self.fields["op"] != "paged_decode":
             raise ValueError(f"paged_decode() needs a paged_decode kernel, not {self.fields['op']}")
@@ -328,6 +332,17 @@ class Kernel:
                     raise ValueError(f"{name} must be a one-element fp32 device tensor "
                                      "for an fp8 cache")
                 scales[i] = t.data_ptr()
+        if self.fields.get("alibi") == "1":
+            if alibi_slopes is None:
+                raise ValueError("alibi_slopes is required: the kernel's signature says alibi=1")
+            # The C API cannot see the array's length: a short one reads past its end.
+            _check_device_tensor("alibi_slopes", alibi_slopes, torch.float32, 1, align=4)
+            if alibi_slopes.numel() != hq or not alibi_slopes.is_contiguous():
+                raise ValueError(f"alibi_slopes must be a contiguous [hq={hq}] tensor, got "
+                                 f"shape {tuple(alibi_slopes.shape)} strides {alibi_slopes.stride()}")
+        elif alibi_slopes is not None:
+            raise ValueError("alibi_slopes given, but the kernel's signature says alibi=0 "
+                             "(build it with alibi=1)")
         if batch != plan.batch:
             raise ValueError(f"q holds {batch} requests, the plan was updated for "
                              f"{plan.batch}")
@@ -340,6 +355,7 @@ class Kernel:
             block_table.data_ptr(), block_table.stride(0), seq_lens.data_ptr(),
             plan.plan.data_ptr(), plan.partial_out.data_ptr(), plan.partial_lse.data_ptr(),
             batch, q.shape[1], hq, hkv, strides, float(softmax_scale), scales[0], scales[1],
+            alibi_slopes.data_ptr() if alibi_slopes is not None else None,
             _current_stream(stream)))
 
     def expand_page_indices(self, block_table, cu_seqlens, slots, max_seqlen,

@@ -5,7 +5,10 @@ after plan.update() with new lengths equals eager.
 
 Shapes: hq/hkv 32/8 d128, 8/1 d64, 16/8 d256, 16/4 d80, 16/4 d96, 8/2 d32;
 pages 16 and 64 in a shuffled cache; ragged seq_lens with 1 and 16384;
-q_len 1 and 4; window -1 and 256; soft cap 0 and 30; bf16 and fp8.
+q_len 1 and 4; window -1 and 256; soft cap 0 and 30; bf16 and fp8. ALiBi
+(alibi=1, slopes 2^(-8 (h + 1) / hq) as prefill_device_test.py's): 32/8 d128
+and 8/1 d64, pages 16 and 64, q_len 1 and 4, window -1 and 256, bf16 and fp8,
+plus MPT-7B's 32/32 d128; the binding's slope checks.
 
 Writes paged_decode_numerics.json under $OUT (or /tmp). Exit 1 on any failure.
 """
@@ -26,9 +29,18 @@ K_SCALE, V_SCALE = 0.0625, 0.03125  # fp8: caches store randn / scale
 DEV = "cuda"
 
 
-def signature(arch, hq, hkv, d, q_len, page, window, softcap, kv):
+def signature(arch, hq, hkv, d, q_len, page, window, softcap, kv, alibi=False):
     return (f"paged_decode hq={hq} hkv={hkv} v={d} q_len={q_len} page={page} window={window} "
-            f"softcap={softcap} lse=1 q=bf16 kv={kv} out=bf16 arch={arch}")
+            f"softcap={softcap} alibi={int(alibi)} lse=1 q=bf16 kv={kv} out=bf16 arch={arch}")
+
+
+def alibi_slopes(heads):
+    """vLLM's (and the ALiBi paper's) slopes: 2^(-8 (h + 1) / H) for H a power of
+    two, else those of the power below plus every other one of twice it."""
+    n = 2 ** math.floor(math.log2(heads))
+    slopes = [2.0 ** (-8.0 * (h + 1) / n) for h in range(n)]
+    slopes += [2.0 ** (-4.0 * (2 * h + 1) / n) for h in range(heads - n)]
+    return torch.tensor(slopes, dtype=torch.float32)
 
 
 def fp8_dtype(arch):
@@ -71,8 +83,9 @@ def gather(ref_cache, table, b, n, page):
     return ref_cache[pages].reshape(-1, *ref_cache.shape[2:])[:n]
 
 
-def reference(q, ref, table, seq_lens, page, scale, window, softcap):
-    """fp32 out [batch, q_len, hq, d] and natural-log LSE [batch, q_len, hq]."""
+def reference(q, ref, table, seq_lens, page, scale, window, softcap, slopes=None):
+    """fp32 out [batch, q_len, hq, d] and natural-log LSE [batch, q_len, hq];
+    slopes: ALiBi's -slope[h] * |pos - key| added in fp32 after the cap."""
     batch, q_len, hq, d = q.shape
     hkv = ref.shape[3]
     out = torch.zeros(batch, q_len, hq, d)
@@ -89,6 +102,8 @@ def reference(q, ref, table, seq_lens, page, scale, window, softcap):
         keys = torch.arange(n)
         for t in range(q_len):
             pos = n - q_len + t
+            if slopes is not None:
+                logits[t] -= slopes[:, None] * (pos - keys).abs().float()[None, :]
             masked = keys > pos
             if window >= 0:
                 masked |= keys < pos - window
@@ -138,30 +153,34 @@ def compare(out, lse, ref_out, ref_lse):
                 unwritten=unwritten, empty_rows_lse_neg_inf=same_inf, ok=ok)
 
 
-def run(kernel, plan, q, stored, table, lens, scale, scales):
+def run(kernel, plan, q, stored, table, lens, scale, scales, slopes=None):
     plan.update(lens.cpu().tolist())
     out = torch.full(q.shape, float("nan"), device=DEV, dtype=torch.bfloat16)
     lse = torch.full(q.shape[:3], float("nan"), device=DEV)
     kernel.paged_decode(q, stored[0], stored[1], out, table, lens, plan, scale, lse=lse,
-                        k_scale=scales[0], v_scale=scales[1])
+                        k_scale=scales[0], v_scale=scales[1], alibi_slopes=slopes)
     return out, lse
 
 
-def numerics_case(rt, arch, num_sms, hq, hkv, d, q_len, page, window, softcap, fp8, lens):
-    sig = signature(arch, hq, hkv, d, q_len, page, window, softcap, "fp8e4m3" if fp8 else "bf16")
+def numerics_case(rt, arch, num_sms, hq, hkv, d, q_len, page, window, softcap, fp8, lens,
+                  alibi=False):
+    sig = signature(arch, hq, hkv, d, q_len, page, window, softcap, "fp8e4m3" if fp8 else "bf16",
+                    alibi)
     kernel = rt.kernel(sig)
     q, stored, table, dlens, ref = make_inputs(lens, hq, hkv, d, q_len, page, fp8, arch,
                                                seed=hq * 1000 + d * 10 + q_len + page)
     scale = 1.0 / math.sqrt(d)
     scales = ((torch.tensor([K_SCALE], device=DEV), torch.tensor([V_SCALE], device=DEV))
               if fp8 else (None, None))
+    slopes = alibi_slopes(hq) if alibi else None
     plan = mlagen.DecodePlan(kernel, max_batch=len(lens), num_sms=num_sms)
-    out, lse = run(kernel, plan, q, stored, table, dlens, scale, scales)
+    out, lse = run(kernel, plan, q, stored, table, dlens, scale, scales,
+                   slopes.to(DEV) if alibi else None)
     torch.cuda.synchronize()
-    ref_out, ref_lse = reference(q, ref, table, lens, page, scale, window, softcap)
+    ref_out, ref_lse = reference(q, ref, table, lens, page, scale, window, softcap, slopes)
     result = dict(case="numerics", signature=sig, seq_lens=lens, work_items=plan.num_work,
                   **compare(out, lse, ref_out, ref_lse))
-    if not fp8 and window < 0 and softcap == 0:
+    if not fp8 and window < 0 and softcap == 0 and not alibi:
         sdpa = sdpa_reference(q, ref, table, lens, page, scale).cpu()
         # Rows that see at least one key (token t sees keys [0, n - q_len + t]);
         # SDPA's output for a row whose mask is all False is not defined.
@@ -213,6 +232,42 @@ def graph_case(rt, arch, num_sms):
     return results
 
 
+def alibi_binding_cases(rt, arch, num_sms):
+    """kernel.paged_decode's slope checks, each raising before any launch."""
+    hq, hkv, d = 32, 32, 128
+    alibi = rt.kernel(signature(arch, hq, hkv, d, 1, 16, -1, 0, "bf16", True))
+    plain = rt.kernel(signature(arch, hq, hkv, d, 1, 16, -1, 0, "bf16"))
+    q, stored, table, lens, _ = make_inputs([5, 40], hq, hkv, d, 1, 16, False, arch, 3)
+    slopes = alibi_slopes(hq).to(DEV)
+
+    def call(kernel, s):
+        plan = mlagen.DecodePlan(kernel, max_batch=2, num_sms=num_sms)
+        plan.update([5, 40])
+        out = torch.empty_like(q)
+        kernel.paged_decode(q, stored[0], stored[1], out, table, lens, plan, 0.1,
+                            alibi_slopes=s)
+
+    cases = [
+        (lambda: call(alibi, None), "alibi_slopes is required"),
+        (lambda: call(alibi, slopes[:16]), "[hq=32]"),
+        (lambda: call(alibi, slopes.double()), "alibi_slopes must be torch.float32"),
+        (lambda: call(alibi, slopes.cpu()), "alibi_slopes must be on the GPU"),
+        (lambda: call(alibi, slopes.view(4, 8)), "alibi_slopes must be 1-d"),
+        (lambda: call(alibi, torch.stack([slopes, slopes], 1)[:, 0]), "contiguous"),
+        (lambda: call(plain, slopes), "alibi_slopes given, but the kernel's signature says alibi=0"),
+    ]
+    results = []
+    for fn, expected in cases:
+        try:
+            fn()
+            ok, message = False, "no error"
+        except ValueError as e:
+            ok, message = expected in str(e), str(e)
+        results.append(dict(case="alibi_binding", signature=expected, seq_lens=[5, 40],
+                            message=message, ok=ok))
+    return results
+
+
 def main():
     rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
     print("backend:", rt.backend, flush=True)
@@ -245,6 +300,18 @@ def main():
                     continue
                 report(numerics_case(rt, arch, num_sms, hq, hkv, d, 4, 16, window, softcap,
                                      fp8, ragged))
+    # ALiBi: Llama-3-8B's and a one-kv-head shape, then MPT-7B's (32 / 32).
+    for hq, hkv, d in ((32, 8, 128), (8, 1, 64)):
+        for q_len in (1, 4):
+            for page in (16, 64):
+                for window in (-1, 256):
+                    for fp8 in (False, True):
+                        report(numerics_case(rt, arch, num_sms, hq, hkv, d, q_len, page, window,
+                                             0, fp8, ragged, alibi=True))
+    report(numerics_case(rt, arch, num_sms, 32, 32, 128, 1, 16, -1, 0, False, ragged, alibi=True))
+    report(numerics_case(rt, arch, num_sms, 32, 8, 128, 4, 16, 256, 30, False, ragged, alibi=True))
+    for r in alibi_binding_cases(rt, arch, num_sms):
+        report(r)
     # A batch of one request per length, and an empty request.
     report(numerics_case(rt, arch, num_sms, 32, 8, 128, 1, 16, -1, 0, False, [0, 1, 5]))
     for r in graph_case(rt, arch, num_sms):

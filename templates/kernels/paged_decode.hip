@@ -7,7 +7,10 @@
 // reads kv head h / (kNumQHeads / kNumKVHeads). Query token t of request b
 // sees keys [lo, pos] with pos = seq_lens[b] - kQLen + t and lo = pos -
 // kWindowLeft (0 without a window). Logits are softmax_scale * q.k, then
-// kSoftCap * tanh(logit / kSoftCap) when the cap is on.
+// kSoftCap * tanh(logit / kSoftCap) when the cap is on; with kAlibi,
+// -alibi_slopes[h] * (pos - key) is added after the cap (prefill's
+// FlashAttention convention, CONTRACT.md; keys past pos are masked, so the
+// distance is never negative).
 //
 // mlagen_paged_decode: grid (work capacity, kNumKVHeads * kRowBlocks), one
 // block per (work item, kv head, row block) handling kRowsPerBlock of the kv
@@ -44,6 +47,7 @@ struct mlagen_paged_decode_params {
   float *partial_lse;     // [slots][kQLen * kNumQHeads]
   const float *k_scale;   // fp8 cache: [1]; else null
   const float *v_scale;
+  const float *alibi_slopes; // [kNumQHeads] when kAlibi; else null
   long long q_batch_stride, q_token_stride, q_head_stride;       // elements
   long long out_batch_stride, out_token_stride, out_head_stride; // elements
   long long kv_block_stride, kv_token_stride, kv_head_stride;    // elements
@@ -217,6 +221,12 @@ extern "C" __global__ void __launch_bounds__(mlagen_config::kThreads)
     }
     q_smem[r * kQPitch + c] = x;
   }
+  // A row's ALiBi slope lives in its q row's pad floats (read per tile by
+  // every thread; registers would cost kRowsPerBlock of them).
+  if (kAlibi && tid < kRowsPerBlock) {
+    const int row = row_base + tid;
+    q_smem[tid * kQPitch + kHeadDimPad] = p.alibi_slopes[head * kGroup + row % kGroup];
+  }
   if (kHeadDimPad > kHeadDim) {
     constexpr int kPadBytes = max_int(1, (kHeadDimPad - kHeadDim) * kElemBytes);
     for (int i = tid; i < kTileK * kPadBytes; i += kThreads) {
@@ -274,6 +284,8 @@ extern "C" __global__ void __launch_bounds__(mlagen_config::kThreads)
         x = kSoftCap * tanh_approx(x * (1.0f / kSoftCap));
       const int t = (row_base + r) / kGroup;
       const int pos = seq_len - kQLen + t;
+      if (kAlibi)
+        x -= q_smem[r * kQPitch + kHeadDimPad] * static_cast<float>(pos - key);
       const bool visible = key < hi && key <= pos && (kWindowLeft < 0 || key >= pos - kWindowLeft);
       if (qk_part == 0)
         scores[r * kScorePitch + qk_key] = visible ? x * kLog2e : kNegInf;

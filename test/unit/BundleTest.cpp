@@ -430,16 +430,19 @@ TEST_CASE("the default variant set holds valid signatures, fp8 not on gfx90a",
     if (sig.op == OpKind::PagedDecode && sig.arch == Arch::SM90A)
       paged.push_back(sig.canonical());
   }
-  // Llama-3-8B paged decode: pages 16/64 x bf16/fp8, then q_len 4.
+  // Llama-3-8B paged decode: pages 16/64 x bf16/fp8, then q_len 4; then
+  // MPT-7B's ALiBi decode.
   const std::string pagedPrefix = "paged_decode hq=32 hkv=8 v=128 ";
-  const std::string pagedSuffix = " window=-1 softcap=0 lse=1 q=bf16 ";
+  const std::string pagedSuffix = " window=-1 softcap=0 alibi=0 lse=1 q=bf16 ";
   CHECK(paged ==
         std::vector<std::string>{
             pagedPrefix + "q_len=1 page=16" + pagedSuffix + "kv=bf16 out=bf16 arch=sm_90a",
             pagedPrefix + "q_len=1 page=64" + pagedSuffix + "kv=bf16 out=bf16 arch=sm_90a",
             pagedPrefix + "q_len=1 page=16" + pagedSuffix + "kv=fp8e4m3 out=bf16 arch=sm_90a",
             pagedPrefix + "q_len=1 page=64" + pagedSuffix + "kv=fp8e4m3 out=bf16 arch=sm_90a",
-            pagedPrefix + "q_len=4 page=16" + pagedSuffix + "kv=bf16 out=bf16 arch=sm_90a"});
+            pagedPrefix + "q_len=4 page=16" + pagedSuffix + "kv=bf16 out=bf16 arch=sm_90a",
+            "paged_decode hq=32 hkv=32 v=128 q_len=1 page=16 window=-1 softcap=0 alibi=1 "
+            "lse=1 q=bf16 kv=bf16 out=bf16 arch=sm_90a"});
   // The GQA cache write at Llama-3-8B's shape, pages 16 and 64.
   CHECK(reshape == std::vector<std::string>{
                        "reshape_and_cache hkv=8 v=128 page=16 kv=bf16 "

@@ -268,7 +268,7 @@ TEST_CASE("a signature text may leave the optional fields out",
 TEST_CASE("paged_decode signatures round-trip and default their types",
           "[signature]") {
   const std::string text = "paged_decode hq=32 hkv=8 v=128 q_len=1 page=16 "
-                           "window=-1 softcap=0 lse=1 q=bf16 kv=bf16 "
+                           "window=-1 softcap=0 alibi=0 lse=1 q=bf16 kv=bf16 "
                            "out=bf16 arch=sm_90a";
   CHECK(Signature::pagedDecode().canonical() == text);
   Signature sig;
@@ -281,8 +281,8 @@ TEST_CASE("paged_decode signatures round-trip and default their types",
                          "window=256 softcap=30 kv=fp8e4m3 arch=gfx942",
                          sig));
   CHECK(sig.canonical() == "paged_decode hq=16 hkv=4 v=80 q_len=4 page=64 "
-                           "window=256 softcap=30 lse=1 q=bf16 kv=fp8e4m3 "
-                           "out=bf16 arch=gfx942");
+                           "window=256 softcap=30 alibi=0 lse=1 q=bf16 "
+                           "kv=fp8e4m3 out=bf16 arch=gfx942");
   CHECK(sig.headDimQK == 80);
   CHECK(sig.windowLeft == 256);
   CHECK(sig.windowRight == -1);
@@ -293,6 +293,37 @@ TEST_CASE("paged_decode signatures round-trip and default their types",
   CHECK(sig.qType == DType::FP16);
   CHECK(sig.outType == DType::FP16);
   CHECK(sig.validate());
+}
+
+TEST_CASE("paged_decode's alibi flag defaults to off", "[signature]") {
+  // Text written before paged_decode had alibi still parses, as alibi=0.
+  Signature sig;
+  REQUIRE(parseSignature("paged_decode hq=32 hkv=32 v=128 q_len=1 page=16 "
+                         "window=-1 softcap=0 lse=1 q=bf16 kv=bf16 out=bf16 "
+                         "arch=sm_90a",
+                         sig));
+  CHECK_FALSE(sig.alibi);
+  REQUIRE(parseSignature("paged_decode hq=32 hkv=32 v=128 q_len=4 page=64 "
+                         "window=256 alibi=1 kv=fp8e4m3 arch=gfx942",
+                         sig));
+  CHECK(sig.alibi);
+  CHECK(sig.validate());
+  CHECK(sig.canonical() == "paged_decode hq=32 hkv=32 v=128 q_len=4 page=64 "
+                           "window=256 softcap=0 alibi=1 lse=1 q=bf16 "
+                           "kv=fp8e4m3 out=bf16 arch=gfx942");
+  Signature back;
+  REQUIRE(parseSignature(sig.canonical(), back));
+  CHECK(back == sig);
+  // alibi makes the signature, its key and its cache slot differ.
+  Signature plain = sig;
+  plain.alibi = false;
+  CHECK_FALSE(plain == sig);
+  CHECK(plain.canonical() != sig.canonical());
+  Status status = parseSignature("paged_decode hq=32 hkv=8 v=128 q_len=1 "
+                                 "page=16 alibi=on arch=sm_90a",
+                                 sig);
+  CHECK(status.message() ==
+        "signature field 'alibi' has a malformed value 'on'");
 }
 
 TEST_CASE("paged_decode validation names the field", "[signature]") {

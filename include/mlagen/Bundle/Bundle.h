@@ -22,8 +22,10 @@ namespace mlagen {
 // LSE, at 16 and 128 q heads with pages of 64 and 1 keys (bf16 and fp8
 // caches); the MLA KV-cache write into those caches; the GQA KV-cache write
 // (reshape_and_cache) at Llama-3-8B's 8 kv heads of 128, pages of 16 and 64,
-// bf16 and fp8, and its read side (gather_cache, into bf16); for every arch
-// in `archs` (fp8 not on gfx90a).
+// bf16 and fp8, and its read side (gather_cache, into bf16); paged GQA
+// decode at Llama-3-8B's shape (pages 16 and 64, bf16 and fp8, one q_len 4)
+// and MPT-7B's (ALiBi, 32 / 32); for every arch in `archs` (fp8 not on
+// gfx90a).
 std::vector<Signature> defaultVariantSet(const std::vector<Arch> &archs);
 
 struct BundleProgress {

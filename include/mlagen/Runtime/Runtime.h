@@ -338,6 +338,9 @@ struct PagedDecodeArgs {
   // for an fp8 cache, ignored otherwise.
   const float *kScale = nullptr;
   const float *vScale = nullptr;
+  // [num_q_heads] fp32 ALiBi slopes on the device: required by a kernel
+  // with alibi=1, refused by one without (as PrefillArgs::alibiSlopes).
+  const float *alibiSlopes = nullptr;
   void *stream = nullptr;
 };
 

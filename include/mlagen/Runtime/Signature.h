@@ -77,8 +77,9 @@ struct Signature {
   int windowRight = -1;
   // tanh soft cap on the scaled logits; 0 is off.
   float softCap = 0.0f;
-  // ALiBi: per-q-head slopes (PrefillArgs::alibiSlopes) bias the capped
-  // logits by -slope * |query pos - key pos| (templates/CONTRACT.md).
+  // ALiBi: per-q-head slopes (PrefillArgs::alibiSlopes,
+  // PagedDecodeArgs::alibiSlopes) bias the capped logits by -slope * |query
+  // pos - key pos| (templates/CONTRACT.md); prefill and paged_decode.
   bool alibi = false;
   bool returnLSE = true;
   DType qType = DType::BF16;
@@ -145,7 +146,7 @@ struct Signature {
   // for kv_cache_write); "gather_cache hkv=8 v=128 page=16 kv=bf16
   // arch=sm_90a" (an fp8 cache adds its output type: "... kv=fp8e4m3
   // out=bf16 ..."); "paged_decode hq=32 hkv=8 v=128 q_len=1 page=16
-  // window=-1 softcap=0 lse=1 q=bf16 kv=bf16 out=bf16 arch=sm_90a".
+  // window=-1 softcap=0 alibi=0 lse=1 q=bf16 kv=bf16 out=bf16 arch=sm_90a".
   std::string canonical() const;
 
   // Checks every rule a host app can break; the message names the field.
@@ -162,7 +163,8 @@ struct Signature {
 // as for kv_cache_write); gather_cache: hkv, v, page and arch (out defaults
 // to kv, or bf16 for an fp8 cache); paged_decode: hq, hkv, v, q_len, page
 // and arch (window is one number, the left window). The others default as
-// above (alibi 0; decode: as
+// above (alibi 0, also for paged_decode text written before it had alibi;
+// decode: as
 // Signature::decode()). Unknown or malformed fields, and fields of the other
 // op, give InvalidSignature naming them.
 Status parseSignature(const std::string &text, Signature &out);

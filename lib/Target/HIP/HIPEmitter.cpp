@@ -230,6 +230,7 @@ LogicalResult printConfig(PagedDecodeOp op, raw_ostream &os) {
      << "constexpr int kWindowLeft = " << op.getWindowLeft() << ";\n"
      << "constexpr float kSoftCap = " << floatLiteral(op.getSoftCapValue())
      << ";\n"
+     << "constexpr bool kAlibi = " << boolean(op.getAlibi()) << ";\n"
      << "constexpr bool kReturnLSE = " << boolean(op.getLse()) << ";\n"
      << "constexpr bool kInputBF16 = "
      << boolean(op.getOutType() == DType::BF16) << ";\n"

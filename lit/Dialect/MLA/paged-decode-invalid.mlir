@@ -57,3 +57,9 @@ mla.paged_decode @d q_heads = 32, kv_heads = 8, head_dim = 128, q_len = 1, page_
 
 // expected-error @+1 {{attribute 'page_size' failed to satisfy constraint}}
 mla.paged_decode @d q_heads = 32, kv_heads = 8, head_dim = 128, q_len = 1, page_size = 24, q_type = bf16, kv_type = bf16, out_type = bf16
+
+// -----
+
+// alibi is a unit flag: its slopes are a run-time argument, not a value.
+// expected-error @+1 {{expected ','}}
+mla.paged_decode @d q_heads = 32, kv_heads = 32, head_dim = 128, q_len = 1, page_size = 16, alibi = 1, q_type = bf16, kv_type = bf16, out_type = bf16

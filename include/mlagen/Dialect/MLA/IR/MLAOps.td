@@ -408,7 +408,9 @@ def MLA_PagedDecodeOp : MLA_Op<"paged_decode", [
     caches of `page_size`-key pages reached through a block table. A
     request brings q_len query tokens (1..8), causal among themselves;
     `window` (>= 0) limits token t to keys >= its position - window, and
-    `soft_cap` (> 0) caps the scaled logits by soft_cap * tanh(x / soft_cap).
+    `soft_cap` (> 0) caps the scaled logits by soft_cap * tanh(x / soft_cap)
+    and `alibi` adds -slope[h] * (position - key) to the capped logits
+    (per-q-head fp32 slopes at run time; prefill's FlashAttention rule).
     Keys are split into chunks by the host planner (DecodePlanner) and
     merged by LSE in a second entry. The caches may be f8E4M3 (per-tensor
     k and v scales at run time) with bf16 q and out.
@@ -434,6 +436,7 @@ def MLA_PagedDecodeOp : MLA_Op<"paged_decode", [
     ConfinedAttr<MLA_IntAttr, [MLA_IntPowerOf2UpTo<256>]>:$page_size,
     OptionalAttr<MLA_IntAttr>:$window,
     OptionalAttr<F32Attr>:$soft_cap,
+    UnitAttr:$alibi,
     UnitAttr:$lse,
     OptionalAttr<MLA_ArchAttr>:$arch,
     OptionalAttr<MLA_LaunchAttr>:$launch,
@@ -450,6 +453,7 @@ def MLA_PagedDecodeOp : MLA_Op<"paged_decode", [
     `page_size` `=` $page_size `,`
     (`window` `=` $window^ `,`)?
     (`soft_cap` `=` $soft_cap^ `,`)?
+    (`alibi` $alibi^ `,`)?
     (`lse` $lse^ `,`)?
     (`arch` `=` `` $arch^ `,`)?
     (`launch` `=` $launch^ `,`)?
