@@ -8,6 +8,10 @@ Writes paged_decode_bench.json and paged_decode_bench.md under $OUT (or /tmp).
 GB/s count K + V bytes read (their dtype's) plus q and out; ratios are to
 cuDNN's bf16 GQA decode GB/s at the same batch, measured in the same run.
 Times are medians of triton.testing.do_bench over a plan updated once.
+
+MLAGEN_BENCH_TILE_K="0,32,128" runs one table per tile_k (0: the shape's
+choice); a value a shape refuses (bf16 d128 at 128 needs 72 KB of shared
+memory) is reported and skipped. Default "0".
 """
 import json
 import math
@@ -21,6 +25,7 @@ from triton.testing import do_bench
 import mlagen
 
 HQ, HKV, D, SEQ = 32, 8, 128, 4096
+TILE_KS = [int(t) for t in os.environ.get("MLAGEN_BENCH_TILE_K", "0").split(",")]
 
 
 def bench(fn):
@@ -33,10 +38,12 @@ def io_bytes(batch, kv_bytes):
     return 2 * batch * SEQ * HKV * D * kv_bytes + 2 * batch * HQ * D * 2
 
 
-def mlagen_paged(rt, arch, batch, page, fp8):
+def mlagen_paged(rt, arch, batch, page, fp8, tile_k=0):
+    # tile_k 0: the shape's choice; else pinned (a tuning override).
+    pin = f" tile_k={tile_k}" if tile_k else ""
     kernel = rt.kernel(f"paged_decode hq={HQ} hkv={HKV} v={D} q_len=1 page={page} window=-1 "
-                       f"softcap=0 lse=1 q=bf16 kv={'fp8e4m3' if fp8 else 'bf16'} out=bf16 "
-                       f"arch={arch}")
+                       f"softcap=0 lse=1 q=bf16 kv={'fp8e4m3' if fp8 else 'bf16'} out=bf16"
+                       f"{pin} arch={arch}")
     pages = SEQ // page
     q = torch.randn(batch, 1, HQ, D, device="cuda", dtype=torch.bfloat16)
     kv = torch.randn(2, batch * pages, page, HKV, D, device="cuda", dtype=torch.bfloat16)
@@ -81,21 +88,31 @@ def main():
         res[f"flash_gqa_decode_B{batch}_GBps"] = peers["flash"]
         for page in (16, 64):
             for fp8 in (False, True):
-                ms = bench(mlagen_paged(rt, arch, batch, page, fp8))
-                gbps = round(io_bytes(batch, 1 if fp8 else 2) / ms / 1e6, 1)
-                row = dict(batch=batch, page=page, cache="fp8" if fp8 else "bf16",
-                           us=round(ms * 1e3, 1), GBps=gbps,
-                           vs_cudnn=round(gbps / peers["cudnn"], 2) if peers["cudnn"] else None,
-                           vs_flash=round(gbps / peers["flash"], 2) if peers["flash"] else None)
-                res["rows"].append(row)
-                print(row, flush=True)
+                for tile_k in TILE_KS:
+                    try:
+                        fn = mlagen_paged(rt, arch, batch, page, fp8, tile_k)
+                    except Exception as e:  # a pinned tile this shape refuses
+                        print(f"tile_k={tile_k} page={page} fp8={fp8}: {str(e).splitlines()[0]}")
+                        continue
+                    ms = bench(fn)
+                    gbps = round(io_bytes(batch, 1 if fp8 else 2) / ms / 1e6, 1)
+                    row = dict(tile_k=tile_k, batch=batch, page=page, cache="fp8" if fp8 else "bf16",
+                               us=round(ms * 1e3, 1), GBps=gbps,
+                               vs_cudnn=round(gbps / peers["cudnn"], 2) if peers["cudnn"] else None,
+                               vs_flash=round(gbps / peers["flash"], 2) if peers["flash"] else None)
+                    res["rows"].append(row)
+                    print(row, flush=True)
     out_dir = os.environ.get("OUT", "/tmp")
     with open(os.path.join(out_dir, "paged_decode_bench.json"), "w") as f:
         json.dump(res, f, indent=1)
-    lines = [f"# Paged GQA decode on {res['gpu']} (32/8 heads, d128, S{SEQ}, q_len 1)", "",
-             "| batch | page | cache | us | GB/s | / cuDNN | / flash |", "|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['batch']} | {r['page']} | {r['cache']} | {r['us']} | {r['GBps']} | "
-              f"{r['vs_cudnn']} | {r['vs_flash']} |" for r in res["rows"]]
+    lines = [f"# Paged GQA decode on {res['gpu']} (32/8 heads, d128, S{SEQ}, q_len 1)"]
+    for tile_k in TILE_KS:
+        lines += ["", f"## tile_k={tile_k}{' (shape default)' if tile_k == 0 else ''}", "",
+                  "| batch | page | cache | us | GB/s | / cuDNN | / flash |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [f"| {r['batch']} | {r['page']} | {r['cache']} | {r['us']} | {r['GBps']} | "
+                  f"{r['vs_cudnn']} | {r['vs_flash']} |" for r in res["rows"]
+                  if r["tile_k"] == tile_k]
     lines += ["", f"cuDNN GQA decode: B64 {res['cudnn_gqa_decode_B64_GBps']} GB/s, "
               f"B128 {res['cudnn_gqa_decode_B128_GBps']} GB/s (bf16, contiguous K/V)"]
     with open(os.path.join(out_dir, "paged_decode_bench.md"), "w") as f:

@@ -228,11 +228,12 @@ OwningOpRef<ModuleOp> mlagen::buildVariantModule(MLIRContext &context,
     fixed.qType = sig.qType;
     fixed.kvType = sig.kvType;
     fixed.outType = sig.outType;
+    fixed.tileK = sig.tileK;
     fixed.arch = sig.arch;
     if (!(fixed == sig)) {
       emitError(loc) << "a paged_decode signature sets only hq, hkv, v, "
                         "q_len, page, window, softcap, alibi, lse, q, kv, "
-                        "out and arch (qk equals v)";
+                        "out, tile_k and arch (qk equals v)";
       return nullptr;
     }
     OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
@@ -244,7 +245,9 @@ OwningOpRef<ModuleOp> mlagen::buildVariantModule(MLIRContext &context,
         sig.windowLeft != -1 ? builder.getI32IntegerAttr(sig.windowLeft)
                              : nullptr,
         sig.softCap != 0.0f ? builder.getF32FloatAttr(sig.softCap) : nullptr,
-        sig.alibi, sig.returnLSE, mla::ArchAttr::get(&context, *arch),
+        sig.alibi, sig.returnLSE,
+        sig.tileK != 0 ? builder.getI32IntegerAttr(sig.tileK) : nullptr,
+        mla::ArchAttr::get(&context, *arch),
         /*launch=*/nullptr, /*reduce_launch=*/nullptr, *qType, *kvType,
         *outType);
     return module;
@@ -446,6 +449,7 @@ static Signature signatureOf(mla::PagedDecodeOp op) {
   sig.softCap = op.getSoftCapValue();
   sig.alibi = op.getAlibi();
   sig.returnLSE = op.getLse();
+  sig.tileK = op.getKeyTile().value_or(0);
   sig.qType = fromMLA(op.getQType());
   sig.kvType = fromMLA(op.getKvType());
   sig.outType = fromMLA(op.getOutType());

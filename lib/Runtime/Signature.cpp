@@ -356,10 +356,11 @@ Status validatePagedDecode(const Signature &sig) {
   fixed.qType = sig.qType;
   fixed.kvType = sig.kvType;
   fixed.outType = sig.outType;
+  fixed.tileK = sig.tileK;
   fixed.arch = sig.arch;
   if (!(fixed == sig))
     return invalid("a paged_decode signature sets only hq, hkv, v, q_len, "
-                   "page, window, softcap, alibi, lse, q, kv, out and arch; the "
+                   "page, window, softcap, alibi, lse, q, kv, out, tile_k and arch; the "
                    "other fields keep Signature::pagedDecode()'s values (qk "
                    "= v, window_right -1, mask causal, layout paged)");
   if (sig.numKVHeads < 1 || sig.numKVHeads > 128)
@@ -380,6 +381,9 @@ Status validatePagedDecode(const Signature &sig) {
                    got(sig.headDimV));
   if (sig.qLen < 1 || sig.qLen > 8)
     return invalid("q_len must be in [1, 8] for paged_decode" + got(sig.qLen));
+  if (sig.tileK != 0 && sig.tileK != 32 && sig.tileK != 64 && sig.tileK != 128)
+    return invalid("tile_k must be 0 (chosen by the shape), 32, 64 or 128 for "
+                   "paged_decode" + got(sig.tileK));
   if (sig.pageSize < 1 || sig.pageSize > 256 ||
       (sig.pageSize & (sig.pageSize - 1)) != 0)
     return invalid("page_size must be a power of two in [1, 256]" +
@@ -510,8 +514,11 @@ std::string Signature::canonical() const {
        << " v=" << headDimV << " q_len=" << qLen << " page=" << pageSize
        << " window=" << windowLeft << " softcap=" << formatFloat(softCap)
        << " alibi=" << (alibi ? 1 : 0) << " lse=" << (returnLSE ? 1 : 0) << " q=" << dtypeName(qType)
-       << " kv=" << dtypeName(kvType) << " out=" << dtypeName(outType)
-       << " arch=" << archName(arch);
+       << " kv=" << dtypeName(kvType) << " out=" << dtypeName(outType);
+    // tile_k only where pinned (a tuning override; 0 is the shape's choice).
+    if (tileK != 0)
+      os << " tile_k=" << tileK;
+    os << " arch=" << archName(arch);
     return os.str();
   }
   if (op == OpKind::GatherCache) {
@@ -757,7 +764,7 @@ Status parseSignature(const std::string &text, Signature &out) {
                                                   "in",  "kv", "arch"};
   const std::vector<std::string> pagedFields = {
       "hq",  "hkv", "v",  "q_len", "page", "window", "softcap",
-      "alibi", "lse", "q", "kv",    "out",  "arch"};
+      "alibi", "lse", "q", "kv",    "out",  "tile_k", "arch"};
   const std::vector<std::string> gatherFields = {"hkv", "v",   "page",
                                                  "kv",  "out", "arch"};
 

@@ -143,13 +143,28 @@ MLAGEN_DEVICE float lane_max(float v) {
   return v;
 }
 
-// Copies keys [tile0, tile0 + kTileK) of kv head `head` of request b into
-// shared rows; keys at or past `end` become zeros (never read from memory).
-MLAGEN_DEVICE void load_tile(const mlagen_paged_decode_params &p, const int *table, int head,
-                             int tile0, int end, u8 *k_smem, u8 *v_smem) {
-  constexpr int kVectors = kTileK * kLoadVectors;
-  constexpr int kPerThread = (kVectors + kThreads - 1) / kThreads;
+constexpr int kTileVectors = kTileK * kLoadVectors;
+constexpr int kPerThread = (kTileVectors + kThreads - 1) / kThreads;
+// Decode is bound by HBM latency x bytes in flight: with kPrefetch the next
+// tile's K/V loads are issued before this tile's math and land in registers
+// while it runs. It costs 8 registers per vector pair, so it is on only
+// where the buffer (<= 32 registers: bf16 d128 at tile_k 32, fp8 d128 at 64)
+// and the accumulators (8 per row) leave room; a 64-register buffer spilled
+// on sm_90a. Otherwise a tile is loaded and stored before its math.
+constexpr bool kPrefetch = 8 * kPerThread <= 32 && kRowsPerBlock <= 8;
+
+// One tile's K and V vectors of this thread, in registers.
+struct TileRegs {
   Vec16 k[kPerThread], v[kPerThread];
+};
+
+// Keys [tile0, tile0 + kTileK) of kv head `head` of request b into this
+// thread's registers; keys at or past `end` become zeros (never read from
+// memory).
+MLAGEN_DEVICE void fetch_tile(const mlagen_paged_decode_params &p, const int *table, int head,
+                              int tile0, int end, TileRegs &regs) {
+  constexpr int kVectors = kTileVectors;
+  Vec16 *k = regs.k, *v = regs.v;
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
     const int index = thread_index() + i * kThreads;
@@ -165,6 +180,12 @@ MLAGEN_DEVICE void load_tile(const mlagen_paged_decode_params &p, const int *tab
       v[i] = reinterpret_cast<const Vec16 *>(static_cast<const u8 *>(p.v_cache) + offset * kElemBytes)[vec];
     }
   }
+}
+
+// A fetched tile into the shared K and V rows.
+MLAGEN_DEVICE void store_tile(const TileRegs &regs, u8 *k_smem, u8 *v_smem) {
+  constexpr int kVectors = kTileVectors;
+  const Vec16 *k = regs.k, *v = regs.v;
 #pragma unroll
   for (int i = 0; i < kPerThread; ++i) {
     const int index = thread_index() + i * kThreads;
@@ -254,10 +275,18 @@ extern "C" __global__ void __launch_bounds__(mlagen_config::kThreads)
       o[r][c] = 0.0f;
 
   const int qk_key = tid / kThreadsPerKey, qk_part = tid % kThreadsPerKey;
+  TileRegs tile;
+  if (kPrefetch && lo < hi)
+    fetch_tile(p, table, head, lo, hi, tile);
   for (int tile0 = lo; tile0 < hi; tile0 += kTileK) {
     block_barrier(); // the previous tile's readers are done
-    load_tile(p, table, head, tile0, hi, k_smem, v_smem);
+    if (!kPrefetch)
+      fetch_tile(p, table, head, tile0, hi, tile);
+    store_tile(tile, k_smem, v_smem);
     block_barrier();
+    // The next tile's loads fly during this tile's math.
+    if (kPrefetch && tile0 + kTileK < hi)
+      fetch_tile(p, table, head, tile0 + kTileK, hi, tile);
 
     // QK for key qk_key, chunks qk_part, qk_part + kThreadsPerKey, ...
     float s[kRowsPerBlock];

@@ -326,6 +326,22 @@ TEST_CASE("paged_decode's alibi flag defaults to off", "[signature]") {
         "signature field 'alibi' has a malformed value 'on'");
 }
 
+TEST_CASE("paged_decode's tile_k is printed only where pinned",
+          "[signature]") {
+  Signature sig;
+  REQUIRE(parseSignature("paged_decode hq=32 hkv=8 v=128 q_len=1 page=16 "
+                         "tile_k=32 arch=sm_90a",
+                         sig));
+  CHECK(sig.tileK == 32);
+  CHECK(sig.validate());
+  CHECK(sig.canonical() == "paged_decode hq=32 hkv=8 v=128 q_len=1 page=16 "
+                           "window=-1 softcap=0 alibi=0 lse=1 q=bf16 kv=bf16 "
+                           "out=bf16 tile_k=32 arch=sm_90a");
+  sig.tileK = 48;
+  CHECK(sig.validate().message() == "tile_k must be 0 (chosen by the shape), "
+                                    "32, 64 or 128 for paged_decode (got 48)");
+}
+
 TEST_CASE("paged_decode validation names the field", "[signature]") {
   auto error = [](const std::string &fields) {
     Signature sig;

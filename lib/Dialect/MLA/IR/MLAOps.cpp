@@ -275,6 +275,8 @@ int32_t PagedDecodeOp::getHeadDimPad() {
 }
 
 int32_t PagedDecodeOp::getTileK() {
+  if (std::optional<int32_t> pinned = getKeyTile())
+    return *pinned;
   // 128 threads; 8-column chunks split among a key's threads. 256-wide rows
   // take 32 keys so that two tiles stay within CDNA's 64 KB of LDS.
   int32_t pad = getHeadDimPad();
@@ -299,6 +301,21 @@ int32_t PagedDecodeOp::getSharedBytes() {
 }
 
 LogicalResult PagedDecodeOp::verify() {
+  if (std::optional<int32_t> tile = getKeyTile()) {
+    // The template's thread maps: 128 / tile threads share a key's 8-column
+    // chunks; 128 / chunks PV slices split the tile's keys.
+    int32_t chunks = getHeadDimPad() / 8;
+    if (*tile != 32 && *tile != 64 && *tile != 128)
+      return emitOpError() << "'key_tile' must be 32, 64 or 128, got " << *tile;
+    if (chunks % (128 / *tile) != 0 || *tile % (128 / chunks) != 0)
+      return emitOpError() << "'key_tile' " << *tile
+                           << " does not divide the thread map of head_dim "
+                           << getHeadDim();
+    if (getSharedBytes() > 64 * 1024)
+      return emitOpError() << "'key_tile' " << *tile << " needs "
+                           << getSharedBytes()
+                           << " bytes of shared memory (limit 65536)";
+  }
   if (getQHeads() % getKvHeads() != 0)
     return emitOpError() << "'q_heads' (" << getQHeads()
                          << ") must be a multiple of 'kv_heads' ("

@@ -424,7 +424,8 @@ def MLA_PagedDecodeOp : MLA_Op<"paged_decode", [
     `arch` absent takes the target of mla-select-tiling; mla-prepare-emission
     sets `launch` (mlagen_paged_decode) and `reduce_launch`
     (mlagen_paged_decode_reduce). The tiling follows from the shape (see
-    getTileK, getRowsPerBlock).
+    getTileK, getRowsPerBlock); `key_tile` (32, 64 or 128) pins the keys per
+    step for tuning.
   }];
 
   let arguments = (ins
@@ -438,6 +439,7 @@ def MLA_PagedDecodeOp : MLA_Op<"paged_decode", [
     OptionalAttr<F32Attr>:$soft_cap,
     UnitAttr:$alibi,
     UnitAttr:$lse,
+    OptionalAttr<MLA_IntAttr>:$key_tile,
     OptionalAttr<MLA_ArchAttr>:$arch,
     OptionalAttr<MLA_LaunchAttr>:$launch,
     OptionalAttr<MLA_LaunchAttr>:$reduce_launch,
@@ -455,6 +457,7 @@ def MLA_PagedDecodeOp : MLA_Op<"paged_decode", [
     (`soft_cap` `=` $soft_cap^ `,`)?
     (`alibi` $alibi^ `,`)?
     (`lse` $lse^ `,`)?
+    (`key_tile` `=` $key_tile^ `,`)?
     (`arch` `=` `` $arch^ `,`)?
     (`launch` `=` $launch^ `,`)?
     (`reduce_launch` `=` $reduce_launch^ `,`)?
