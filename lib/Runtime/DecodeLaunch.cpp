@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DecodeLaunch.h"
+#include "LaunchChecks.h"
 
 #include <cmath>
 #include <cstdint>
@@ -16,10 +17,6 @@
 
 namespace mlagen {
 namespace {
-
-Status invalidArgument(const std::string &message) {
-  return Status(StatusCode::InvalidArgument, message);
-}
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -87,37 +84,21 @@ Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
   }
 
   float *lse = sig.returnLSE ? args.lse : nullptr;
-  struct Pointer {
-    const char *name;
-    const void *ptr;
-    unsigned alignment; // what the kernel loads it with
-    bool required;
-  };
-  const Pointer pointers[] = {
-      {"q", args.q, 16, true},
-      {"kv_cache", args.kvCache, 16, true},
-      {"out", args.out, 16, true},
-      {"lse", lse, 4, false},
-      {"block_table", args.blockTable, 4, true},
-      {"seq_lens", args.seqLens, 4, true},
-      {"work", args.work, 16, true},
-      {"num_work", args.numWork, 4, true},
-      {"merge", args.merge, 8, true},
-      {"partial_out", args.partialOut, 16, true},
-      {"partial_lse", args.partialLse, 4, true},
-  };
-  for (const Pointer &p : pointers) {
-    if (!p.ptr) {
-      if (p.required)
-        return invalidArgument(std::string(p.name) + " is null");
-      continue;
-    }
-    if (reinterpret_cast<uintptr_t>(p.ptr) % p.alignment != 0)
-      return invalidArgument(std::string(p.name) + " must be " +
-                             std::to_string(p.alignment) +
-                             "-byte aligned (the kernel loads it in " +
-                             std::to_string(p.alignment) + "-byte units)");
-  }
+  if (Status status = checkDevicePointers(
+          {{"q", args.q, 16, true},
+           {"kv_cache", args.kvCache, 16, true},
+           {"out", args.out, 16, true},
+           {"lse", lse, 4, false},
+           {"block_table", args.blockTable, 4, true},
+           {"seq_lens", args.seqLens, 4, true},
+           {"work", args.work, 16, true},
+           {"num_work", args.numWork, 4, true},
+           {"merge", args.merge, 8, true},
+           {"partial_out", args.partialOut, 16, true},
+           {"partial_lse", args.partialLse, 4, true}},
+          "loads");
+      !status)
+    return status;
 
   const int64_t hq = sig.numQHeads, dqk = sig.headDimQK, dv = sig.headDimV;
   const int64_t kvToken = args.kvTokenStride ? args.kvTokenStride : dqk;

@@ -1,17 +1,11 @@
 //===- KVCacheWriteLaunch.cpp - check an MLA KV-cache write ---------------===//
 #include "KVCacheWriteLaunch.h"
+#include "LaunchChecks.h"
 
 #include <cstdint>
 #include <string>
 
 namespace mlagen {
-namespace {
-
-Status invalidArgument(const std::string &message) {
-  return Status(StatusCode::InvalidArgument, message);
-}
-
-} // namespace
 
 Status prepareKVCacheWriteLaunch(const Signature &sig, const CodeObject &code,
                                  const KVCacheWriteArgs &args,
@@ -38,26 +32,15 @@ Status prepareKVCacheWriteLaunch(const Signature &sig, const CodeObject &code,
                            "(a device fp32 [1])");
   if (fp8 && reinterpret_cast<uintptr_t>(args.scale) % 4 != 0)
     return invalidArgument("scale must be 4-byte aligned");
-  const struct {
-    const char *name;
-    const void *ptr;
-    unsigned alignment; // what the kernel moves it in
-  } pointers[] = {
-      {"kv_c", args.kvC, 16},
-      {"k_pe", args.kPe, 16},
-      // An fp8 cache takes 8 bytes per 8 elements.
-      {"kv_cache", args.kvCache, fp8 ? 8u : 16u},
-      {"slot_mapping", args.slotMapping, args.slotMappingInt64 ? 8u : 4u},
-  };
-  for (const auto &p : pointers) {
-    if (!p.ptr)
-      return invalidArgument(std::string(p.name) + " is null");
-    if (reinterpret_cast<uintptr_t>(p.ptr) % p.alignment != 0)
-      return invalidArgument(std::string(p.name) + " must be " +
-                             std::to_string(p.alignment) +
-                             "-byte aligned (the kernel moves it in " +
-                             std::to_string(p.alignment) + "-byte units)");
-  }
+  if (Status status = checkDevicePointers(
+          {{"kv_c", args.kvC, 16},
+           {"k_pe", args.kPe, 16},
+           // An fp8 cache takes 8 bytes per 8 elements.
+           {"kv_cache", args.kvCache, fp8 ? 8u : 16u},
+           {"slot_mapping", args.slotMapping, args.slotMappingInt64 ? 8u : 4u}},
+          "moves");
+      !status)
+    return status;
   const int64_t row = sig.headDimQK, latent = sig.headDimV;
   const int64_t cacheToken =
       args.cacheTokenStride ? args.cacheTokenStride : row;

@@ -1,18 +1,11 @@
 //===- MergeAttnStatesLaunch.cpp - check a merge, lay out its launch ------===//
 #include "MergeAttnStatesLaunch.h"
+#include "LaunchChecks.h"
 
 #include <cstdint>
 #include <string>
 
 namespace mlagen {
-namespace {
-
-Status invalidArgument(const std::string &message) {
-  return Status(StatusCode::InvalidArgument, message);
-}
-
-} // namespace
-
 Status prepareMergeAttnStatesLaunch(const Signature &sig,
                                     const CodeObject &code,
                                     const MergeAttnStatesArgs &args,
@@ -44,32 +37,16 @@ Status prepareMergeAttnStatesLaunch(const Signature &sig,
   }
 
   float *outLse = sig.returnLSE ? args.outLse : nullptr;
-  struct Pointer {
-    const char *name;
-    const void *ptr;
-    unsigned alignment; // what the kernel loads it with
-    bool required;
-  };
-  const Pointer pointers[] = {
-      {"prefix_out", args.prefixOut, 16, true},
-      {"prefix_lse", args.prefixLse, 4, true},
-      {"suffix_out", args.suffixOut, 16, true},
-      {"suffix_lse", args.suffixLse, 4, true},
-      {"out", args.out, 16, true},
-      {"out_lse", outLse, 4, false},
-  };
-  for (const Pointer &p : pointers) {
-    if (!p.ptr) {
-      if (p.required)
-        return invalidArgument(std::string(p.name) + " is null");
-      continue;
-    }
-    if (reinterpret_cast<uintptr_t>(p.ptr) % p.alignment != 0)
-      return invalidArgument(std::string(p.name) + " must be " +
-                             std::to_string(p.alignment) +
-                             "-byte aligned (the kernel loads it in " +
-                             std::to_string(p.alignment) + "-byte units)");
-  }
+  if (Status status = checkDevicePointers(
+          {{"prefix_out", args.prefixOut, 16, true},
+           {"prefix_lse", args.prefixLse, 4, true},
+           {"suffix_out", args.suffixOut, 16, true},
+           {"suffix_lse", args.suffixLse, 4, true},
+           {"out", args.out, 16, true},
+           {"out_lse", outLse, 4, false}},
+          "loads");
+      !status)
+    return status;
 
   const int64_t heads = sig.numQHeads, dim = sig.headDimV;
   struct StrideArg {

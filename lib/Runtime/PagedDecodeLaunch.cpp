@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PagedDecodeLaunch.h"
+#include "LaunchChecks.h"
 
 #include <cmath>
 #include <cstdint>
@@ -14,10 +15,6 @@
 
 namespace mlagen {
 namespace {
-
-Status invalidArgument(const std::string &message) {
-  return Status(StatusCode::InvalidArgument, message);
-}
 
 std::string got(int64_t value) {
   return " (got " + std::to_string(value) + ")";
@@ -79,45 +76,29 @@ Status preparePagedDecodeLaunch(const Signature &sig, const CodeObject &code,
 
   const bool fp8Cache = sig.kvType == DType::FP8E4M3;
   float *lse = sig.returnLSE ? args.lse : nullptr;
-  struct Pointer {
-    const char *name;
-    const void *ptr;
-    unsigned alignment; // what the kernel loads it with
-    bool required;
-  };
-  const Pointer pointers[] = {
-      {"q", args.q, 2, true},
-      {"k_cache", args.kCache, 16, true},
-      {"v_cache", args.vCache, 16, true},
-      {"out", args.out, 16, true},
-      {"lse", lse, 4, false},
-      {"block_table", args.blockTable, 4, true},
-      {"seq_lens", args.seqLens, 4, true},
-      {"work", args.work, 16, true},
-      {"num_work", args.numWork, 4, true},
-      {"merge", args.merge, 8, true},
-      {"partial_out", args.partialOut, 16, true},
-      {"partial_lse", args.partialLse, 4, true},
-      {"k_scale", fp8Cache ? args.kScale : nullptr, 4, fp8Cache},
-      {"v_scale", fp8Cache ? args.vScale : nullptr, 4, fp8Cache},
-      {"alibi_slopes", args.alibiSlopes, 4, false},
-  };
-  for (const Pointer &p : pointers) {
-    if (!p.ptr) {
-      if (p.required)
-        return invalidArgument(
-            std::string(p.name) + " is null" +
-            (fp8Cache && p.name[1] == '_'
-                 ? ": an fp8 cache needs its per-tensor scale (device fp32)"
-                 : ""));
-      continue;
-    }
-    if (reinterpret_cast<uintptr_t>(p.ptr) % p.alignment != 0)
-      return invalidArgument(std::string(p.name) + " must be " +
-                             std::to_string(p.alignment) +
-                             "-byte aligned (the kernel loads it in " +
-                             std::to_string(p.alignment) + "-byte units)");
-  }
+  const char *kNeedsScale =
+      ": an fp8 cache needs its per-tensor scale (device fp32)";
+  if (Status status = checkDevicePointers(
+          {{"q", args.q, 2, true},
+           {"k_cache", args.kCache, 16, true},
+           {"v_cache", args.vCache, 16, true},
+           {"out", args.out, 16, true},
+           {"lse", lse, 4, false},
+           {"block_table", args.blockTable, 4, true},
+           {"seq_lens", args.seqLens, 4, true},
+           {"work", args.work, 16, true},
+           {"num_work", args.numWork, 4, true},
+           {"merge", args.merge, 8, true},
+           {"partial_out", args.partialOut, 16, true},
+           {"partial_lse", args.partialLse, 4, true},
+           {"k_scale", fp8Cache ? args.kScale : nullptr, 4, fp8Cache,
+            kNeedsScale},
+           {"v_scale", fp8Cache ? args.vScale : nullptr, 4, fp8Cache,
+            kNeedsScale},
+           {"alibi_slopes", args.alibiSlopes, 4, false}},
+          "loads");
+      !status)
+    return status;
 
   const int64_t hq = sig.numQHeads, hkv = sig.numKVHeads, d = sig.headDimV;
   const int64_t kvHead = args.kvHeadStride ? args.kvHeadStride : d;

@@ -1,0 +1,26 @@
+//===- LaunchChecks.cpp - argument checks every launch shares -------------===//
+#include "LaunchChecks.h"
+
+#include <cstdint>
+
+namespace mlagen {
+
+Status checkDevicePointers(std::initializer_list<DevicePointer> pointers,
+                           const char *verb) {
+  for (const DevicePointer &p : pointers) {
+    if (!p.ptr) {
+      if (p.required)
+        return invalidArgument(std::string(p.name) + " is null" +
+                               p.whyRequired);
+      continue;
+    }
+    if (reinterpret_cast<uintptr_t>(p.ptr) % p.alignment != 0)
+      return invalidArgument(std::string(p.name) + " must be " +
+                             std::to_string(p.alignment) +
+                             "-byte aligned (the kernel " + verb + " it in " +
+                             std::to_string(p.alignment) + "-byte units)");
+  }
+  return Status::ok();
+}
+
+} // namespace mlagen
