@@ -157,8 +157,15 @@ Status preparePagedDecodeLaunch(const Signature &sig, const CodeObject &code,
 
   const int64_t rows = int64_t(sig.qLen) * sig.numQHeads;
   const KernelEntry &reduce = code.extraEntries[0];
-  out.decode.grid[0] = static_cast<unsigned>(args.workCapacity);
-  out.decode.grid[1] = static_cast<unsigned>(ceilDiv(rows, code.tileQ));
+  // One 1-d grid, the blocks of a work item adjacent (the kernel splits
+  // blockIdx.x into item and kv head / row block).
+  const int64_t blocksPerItem = ceilDiv(rows, code.tileQ);
+  if (int64_t(args.workCapacity) * blocksPerItem > INT32_MAX)
+    return invalidArgument("work_capacity " + std::to_string(args.workCapacity) +
+                           " x " + std::to_string(blocksPerItem) +
+                           " blocks per work item exceeds a grid (2^31 - 1)");
+  out.decode.grid[0] = static_cast<unsigned>(args.workCapacity * blocksPerItem);
+  out.decode.grid[1] = 1;
   out.decode.grid[2] = 1;
   out.decode.threadsPerBlock = static_cast<unsigned>(code.threadsPerBlock);
   out.decode.sharedBytes = static_cast<unsigned>(code.sharedBytes);

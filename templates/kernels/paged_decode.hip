@@ -12,10 +12,13 @@
 // FlashAttention convention, CONTRACT.md; keys past pos are masked, so the
 // distance is never negative).
 //
-// mlagen_paged_decode: grid (work capacity, kNumKVHeads * kRowBlocks), one
+// mlagen_paged_decode: a 1-d grid of work capacity x kBlocksPerItem, one
 // block per (work item, kv head, row block) handling kRowsPerBlock of the kv
 // head's kQLen x group rows, so each K/V row of a chunk is read once per kv
-// head (per row block). CUDA-core fp32 math, portable to wave32 and wave64:
+// head (per row block). Two bodies:
+// - decode_mma (NVIDIA, 16-bit caches, kMatrixCores): mma.sync with
+//   cp.async stages, described where it is defined;
+// - decode_simt, CUDA-core fp32 math, portable to wave32 and wave64:
 //   load  K and V tiles (kTileK keys) global -> registers -> shared, 16-byte
 //         vectors, one block-table lookup per key; keys outside the range
 //         are zero-filled so that p = 0 never meets a NaN
@@ -67,6 +70,7 @@ typedef select_type<kInputBF16, bf16, fp16>::type Elem;
 constexpr int kGroup = kNumQHeads / kNumKVHeads;
 constexpr int kRowsPerHead = kQLen * kGroup;
 constexpr int kRowBlocks = kRowsPerHead / kRowsPerBlock;
+constexpr int kBlocksPerItem = kNumKVHeads * kRowBlocks; // blocks per work item
 constexpr int kElemBytes = kCacheFP8 ? 1 : 2;
 constexpr int kThreadsPerKey = kThreads / kTileK;
 constexpr int kChunks = kHeadDimPad / 8;          // 8-column chunks of a row
@@ -95,7 +99,7 @@ constexpr int kSharedBytesUsed = kStatOffset + 4 * 2 * 16;
 // The slice sums of a wave-wide PV reuse the K tile.
 static_assert((kSlices > kWaveSize ? kSlices / kWaveSize : 0) * kRowsPerBlock * kHeadDimPad * 4 <= kKVBytes,
               "slice sums fit the K tile");
-static_assert(kSharedBytesUsed <= kSharedBytes, "shared memory layout exceeds kSharedBytes");
+static_assert(kMatrixCores || kSharedBytesUsed <= kSharedBytes, "shared memory layout exceeds kSharedBytes");
 
 struct alignas(16) Vec16 {
   u32 w[4];
@@ -197,15 +201,8 @@ MLAGEN_DEVICE void store_tile(const TileRegs &regs, u8 *k_smem, u8 *v_smem) {
   }
 }
 
-} // namespace paged_decode
-} // namespace mlagen
-
-extern "C" __global__ void __launch_bounds__(mlagen_config::kThreads)
-    mlagen_paged_decode(mlagen_paged_decode_params p) {
-  using namespace mlagen;
-  using namespace mlagen::paged_decode;
-  if (block_index_x() >= p.num_work[0])
-    return;
+// The CUDA-core kernel (every target; the only one on CDNA).
+MLAGEN_DEVICE void decode_simt(const mlagen_paged_decode_params &p, int item_index, int head_block) {
   extern __shared__ __attribute__((aligned(16))) u8 smem[];
   u8 *k_smem = smem;
   u8 *v_smem = smem + kKVBytes;
@@ -215,10 +212,10 @@ extern "C" __global__ void __launch_bounds__(mlagen_config::kThreads)
   float *l_smem = alpha_smem + 16;
 
   const int tid = thread_index();
-  const int *item = p.work + 4 * block_index_x();
+  const int *item = p.work + 4 * item_index;
   const int b = item[0], key_begin = item[1], key_end_item = item[2], slot = item[3];
-  const int head = block_index_y() / kRowBlocks;
-  const int row_base = (block_index_y() % kRowBlocks) * kRowsPerBlock;
+  const int head = head_block / kRowBlocks;
+  const int row_base = (head_block % kRowBlocks) * kRowsPerBlock;
   const int seq_len = p.seq_lens[b];
   const int *table = p.block_table + (long long)b * p.block_table_stride;
 
@@ -443,6 +440,361 @@ extern "C" __global__ void __launch_bounds__(mlagen_config::kThreads)
       p.lse[((long long)b * kQLen + t) * kNumQHeads + h] = lse;
   }
 }
+
+#if MLAGEN_TARGET_NVIDIA
+// NVIDIA with a 16-bit cache (kMatrixCores): QK and PV on mma.sync
+// m16n8k16, the block's rows padded to the 16 rows of an mma. K/V tiles go
+// global -> shared with cp.async, kStages deep, so a block keeps
+// (kStages - 1) tiles in flight while it computes one; one barrier a tile.
+// Each warp owns a quarter of every tile's keys with its own online-softmax
+// state (FlashDecoding's split within the block); the warps' partial rows
+// are merged once at the end through shared memory.
+namespace mma {
+
+constexpr int kWarps = kThreads / 32;
+constexpr int kWarpKeys = kTileK / kWarps;       // keys per warp per tile
+constexpr int kKeySteps = kWarpKeys / 16;        // 16-key mma steps
+constexpr int kDimSteps = kHeadDim / 16;         // QK k-steps, PV n-tile pairs
+constexpr int kPitch = kHeadDim * 2 + 16;        // bytes: 8 ldmatrix rows hit 8 bank groups
+constexpr int kTileBytes = kTileK * kPitch;
+constexpr int kStageBytes = 2 * kTileBytes;      // K then V
+constexpr int kRowVectors = kHeadDim / 8;        // 16-byte vectors per cache row
+constexpr int kCopies = kTileK * kRowVectors / kThreads;
+constexpr int kMmaStatOffset = kStages * kStageBytes;
+constexpr int kMmaQOffset = kMmaStatOffset + 512;
+constexpr int kScratchPitch = kHeadDim + 8;      // floats
+// The checks hold where this kernel is the one compiled.
+// q fragments stay in registers up to d128; wider heads re-read q per step.
+constexpr bool kQInRegisters = kDimSteps <= 8;
+
+static_assert(!kMatrixCores || (kThreads == 128 && kWarpKeys % 16 == 0), "4 warps, 16-key steps");
+static_assert(!kMatrixCores || (kHeadDim % 16 == 0 && !kCacheFP8), "16-bit cache rows of 16-column k-steps");
+static_assert(!kMatrixCores || (kTileK * kRowVectors % kThreads == 0), "whole copies per thread");
+static_assert(!kMatrixCores || (kStages >= 2), "at least one tile in flight");
+static_assert(!kMatrixCores || (kMmaQOffset + 16 * kPitch <= kSharedBytes), "shared memory layout exceeds kSharedBytes");
+static_assert(!kMatrixCores || (kWarps * kRowsPerBlock * kScratchPitch * 4 <= kMmaStatOffset), "merge scratch fits the stages");
+
+// The block-table entries of this thread's copies of the tile at `tile0`,
+// fetched a step before its copies are issued so that their latency never
+// delays the issue. Keys at or past `end` get page 0 (never read).
+MLAGEN_DEVICE void fetch_pages(const int *table, int tile0, int end, int (&pages)[kCopies]) {
+#pragma unroll
+  for (int i = 0; i < kCopies; ++i) {
+    const int key = tile0 + (thread_index() + i * kThreads) / kRowVectors;
+    pages[i] = key < end ? table[key / kPageSize] : 0;
+  }
+}
+
+// Keys [tile0, tile0 + kTileK) of kv head `head` into the stage at `dst`
+// (shared address): K rows, then V rows. Keys at or past `end` are
+// zero-filled without a read.
+MLAGEN_DEVICE void issue_tile(const mlagen_paged_decode_params &p, const int (&pages)[kCopies], int head,
+                              int tile0, int end, u32 dst) {
+  const u8 *k_cache = static_cast<const u8 *>(p.k_cache);
+  const u8 *v_cache = static_cast<const u8 *>(p.v_cache);
+#pragma unroll
+  for (int i = 0; i < kCopies; ++i) {
+    const int index = thread_index() + i * kThreads;
+    const int row = index / kRowVectors, vec = index % kRowVectors;
+    const int key = tile0 + row;
+    const long long offset = (long long)pages[i] * p.kv_block_stride +
+                             (long long)(key % kPageSize) * p.kv_token_stride + (long long)head * p.kv_head_stride;
+    const u32 at = dst + row * kPitch + vec * 16;
+    nv::cp_async_16_l2_256(at, k_cache + offset * 2 + vec * 16, key < end);
+    nv::cp_async_16_l2_256(at + kTileBytes, v_cache + offset * 2 + vec * 16, key < end);
+  }
+}
+
+} // namespace mma
+
+MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_index, int head_block) {
+  using namespace mma;
+  extern __shared__ __attribute__((aligned(16))) u8 smem[];
+  const u32 smem_base = nv::shared_address(smem);
+  float *stat_m = reinterpret_cast<float *>(smem + kMmaStatOffset); // [warp][16]
+  float *stat_l = stat_m + kWarps * 16;
+  u16 *q_smem = reinterpret_cast<u16 *>(smem + kMmaQOffset);      // [16][kPitch / 2]
+
+  const int tid = thread_index(), warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, t4 = lane % 4; // mma fragment row and column pair
+  const int *item = p.work + 4 * item_index;
+  const int b = item[0], key_begin = item[1], key_end_item = item[2], slot = item[3];
+  const int head = head_block / kRowBlocks;
+  const int row_base = (head_block % kRowBlocks) * kRowsPerBlock;
+  const int seq_len = p.seq_lens[b];
+  const int *table = p.block_table + (long long)b * p.block_table_stride;
+
+  int lo = key_begin;
+  if (kWindowLeft >= 0)
+    lo = max_int(lo, seq_len - kQLen - kWindowLeft);
+  const int hi = min_int(key_end_item, seq_len);
+  const int tiles = lo < hi ? (hi - lo + kTileK - 1) / kTileK : 0;
+
+  // q rows of this block, zero past kRowsPerBlock (the mma's pad rows).
+  for (int i = tid; i < 16 * kHeadDim; i += kThreads) {
+    const int r = i / kHeadDim, c = i % kHeadDim;
+    u16 bits = 0;
+    if (r < kRowsPerBlock) {
+      const int row = row_base + r, t = row / kGroup, h = head * kGroup + row % kGroup;
+      bits = static_cast<const u16 *>(p.q)[b * p.q_batch_stride + t * p.q_token_stride + h * p.q_head_stride + c];
+    }
+    q_smem[r * (kPitch / 2) + c] = bits;
+  }
+
+  // The first kStages - 1 tiles start now; every step commits one group
+  // (empty past the last tile) so that wait<kStages - 2> means "this tile".
+  int pages[kCopies];
+  fetch_pages(table, lo, hi, pages);
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < tiles)
+      issue_tile(p, pages, head, lo + s * kTileK, hi, smem_base + s * kStageBytes);
+    nv::cp_async_commit();
+    fetch_pages(table, lo + (s + 1) * kTileK, hi, pages);
+  }
+  block_barrier(); // q is in shared memory
+
+  // ldmatrix lane addressing (lane i addresses row i % 8 of matrix i / 8):
+  // q and K (A and B operands, not transposed) and V (B operand, transposed).
+  const int m8 = lane / 8, r8 = lane % 8;
+  const u32 q_lane = smem_base + kMmaQOffset + ((m8 % 2) * 8 + r8) * kPitch + (m8 / 2) * 16;
+  const u32 k_lane = ((m8 / 2) * 8 + r8) * kPitch + (m8 % 2) * 16;
+  const u32 v_lane = ((m8 % 2) * 8 + r8) * kPitch + (m8 / 2) * 16;
+  u32 q_frag[kQInRegisters ? kDimSteps : 1][4];
+  if (kQInRegisters) {
+#pragma unroll
+    for (int d = 0; d < (kQInRegisters ? kDimSteps : 0); ++d)
+      nv::ldmatrix_x4(q_frag[d], q_lane + d * 32);
+  }
+
+  const float k_scale = 1.0f;
+  const float logit_scale = p.softmax_scale * k_scale;
+  // This thread's two rows (g and g + 8): their last visible key and slope.
+  // Pad rows borrow the last real row's and are never written.
+  int pos[2];
+  float slope[2];
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int r = min_int(g + 8 * hh, kRowsPerBlock - 1), row = row_base + r;
+    pos[hh] = seq_len - kQLen + row / kGroup;
+    slope[hh] = kAlibi ? p.alibi_slopes[head * kGroup + row % kGroup] : 0.0f;
+  }
+
+  float o[kHeadDim / 8][4];
+#pragma unroll
+  for (int n = 0; n < kHeadDim / 8; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      o[n][e] = 0.0f;
+  float m_run[2] = {kNegInf, kNegInf}, l_run[2] = {0.0f, 0.0f};
+
+  for (int it = 0; it < tiles; ++it) {
+    nv::cp_async_wait<kStages - 2>();
+    block_barrier(); // tile `it` landed; every warp is done with tile it - 1
+    {
+      const int next = it + kStages - 1;
+      if (next < tiles) {
+        issue_tile(p, pages, head, lo + next * kTileK, hi, smem_base + (next % kStages) * kStageBytes);
+        fetch_pages(table, lo + (next + 1) * kTileK, hi, pages);
+      }
+      nv::cp_async_commit();
+    }
+    const u32 k_tile = smem_base + (it % kStages) * kStageBytes;
+    const u32 v_tile = k_tile + kTileBytes;
+#pragma unroll
+    for (int ks = 0; ks < kKeySteps; ++ks) {
+      const int tile_row = warp * kWarpKeys + ks * 16;
+      const int key0 = lo + it * kTileK + tile_row;
+      if (key0 >= hi)
+        break; // warp-uniform: the rest of the tile is past the range
+
+      // S = q K^T for 16 keys: two 8-key n-tiles.
+      float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+#pragma unroll
+      for (int d = 0; d < kDimSteps; ++d) {
+        u32 kb[4];
+        nv::ldmatrix_x4(kb, k_tile + tile_row * kPitch + k_lane + d * 32);
+        u32 qa[4];
+        if (kQInRegisters) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            qa[e] = q_frag[kQInRegisters ? d : 0][e];
+        } else {
+          nv::ldmatrix_x4(qa, q_lane + d * 32);
+        }
+        nv::mma_16x8x16<Elem>(s[0], qa, kb[0], kb[1]);
+        nv::mma_16x8x16<Elem>(s[1], qa, kb[2], kb[3]);
+      }
+
+      // Online softmax in the log2 domain; s[j][e] is row g + 8 (e / 2),
+      // key key0 + 8 j + 2 t4 + e % 2. Row maxima join the 4 lanes of a row.
+      float tile_max[2] = {kNegInf, kNegInf};
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int hh = e / 2, key = key0 + 8 * j + 2 * t4 + e % 2;
+          float x = s[j][e] * logit_scale;
+          if (kSoftCap > 0.0f)
+            x = kSoftCap * tanh_approx(x * (1.0f / kSoftCap));
+          if (kAlibi)
+            x -= slope[hh] * static_cast<float>(pos[hh] - key);
+          const bool visible = key < hi && key <= pos[hh] && (kWindowLeft < 0 || key >= pos[hh] - kWindowLeft);
+          s[j][e] = visible ? x * kLog2e : kNegInf;
+          tile_max[hh] = max_float(tile_max[hh], s[j][e]);
+        }
+      float alpha[2];
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        tile_max[hh] = max_float(tile_max[hh], shfl_xor(tile_max[hh], 1));
+        tile_max[hh] = max_float(tile_max[hh], shfl_xor(tile_max[hh], 2));
+        const float m_new = max_float(m_run[hh], tile_max[hh]);
+        // All keys masked so far: subtract 0, not -inf, so exp2 gives 0.
+        const float m_use = m_new == kNegInf ? 0.0f : m_new;
+        alpha[hh] = exp2_approx(m_run[hh] - m_use);
+        m_run[hh] = m_new;
+        float sum = 0.0f;
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+#pragma unroll
+          for (int e = 2 * hh; e < 2 * hh + 2; ++e) {
+            s[j][e] = exp2_approx(s[j][e] - m_use);
+            sum += s[j][e];
+          }
+        l_run[hh] = l_run[hh] * alpha[hh] + sum; // this lane's keys; joined at the end
+      }
+      // The running maxima rarely move after the first tiles: skip the
+      // rescale when no row of the warp changed.
+      if (!all_lanes(alpha[0] == 1.0f && alpha[1] == 1.0f)) {
+#pragma unroll
+        for (int n = 0; n < kHeadDim / 8; ++n) {
+          o[n][0] *= alpha[0];
+          o[n][1] *= alpha[0];
+          o[n][2] *= alpha[1];
+          o[n][3] *= alpha[1];
+        }
+      }
+
+      // O += P V: P's C fragments are the A fragment of a 16-key k-step.
+      u32 pa[4];
+      pa[0] = pack2<Elem>(s[0][0], s[0][1]);
+      pa[1] = pack2<Elem>(s[0][2], s[0][3]);
+      pa[2] = pack2<Elem>(s[1][0], s[1][1]);
+      pa[3] = pack2<Elem>(s[1][2], s[1][3]);
+#pragma unroll
+      for (int d = 0; d < kDimSteps; ++d) {
+        u32 vb[4];
+        nv::ldmatrix_x4_trans(vb, v_tile + tile_row * kPitch + v_lane + d * 32);
+        nv::mma_16x8x16<Elem>(o[2 * d], pa, vb[0], vb[1]);
+        nv::mma_16x8x16<Elem>(o[2 * d + 1], pa, vb[2], vb[3]);
+      }
+    }
+  }
+
+  // Merge the warps: stats first, then each warp's rows scaled to the
+  // common maximum into scratch over the (now idle) stages.
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    l_run[hh] += shfl_xor(l_run[hh], 1);
+    l_run[hh] += shfl_xor(l_run[hh], 2);
+  }
+  nv::cp_async_wait<0>();
+  block_barrier();
+  if (t4 == 0)
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      stat_m[warp * 16 + g + 8 * hh] = m_run[hh];
+      stat_l[warp * 16 + g + 8 * hh] = l_run[hh];
+    }
+  block_barrier();
+  float *scratch = reinterpret_cast<float *>(smem); // [warp][row][kScratchPitch]
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const int r = g + 8 * hh;
+    if (r < kRowsPerBlock) {
+      float m_all = kNegInf;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w)
+        m_all = max_float(m_all, stat_m[w * 16 + r]);
+      const float f = exp2_approx(m_run[hh] - (m_all == kNegInf ? 0.0f : m_all));
+      float *dst = scratch + (warp * kRowsPerBlock + r) * kScratchPitch + 2 * t4;
+#pragma unroll
+      for (int n = 0; n < kHeadDim / 8; ++n) {
+        dst[8 * n] = o[n][2 * hh] * f;
+        dst[8 * n + 1] = o[n][2 * hh + 1] * f;
+      }
+    }
+  }
+  block_barrier();
+
+  // 8 columns of one row per thread: sum the warps, normalise, write.
+  for (int i = tid; i < kRowsPerBlock * kRowVectors; i += kThreads) {
+    const int r = i / kRowVectors, c = (i % kRowVectors) * 8;
+    float m_all = kNegInf;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w)
+      m_all = max_float(m_all, stat_m[w * 16 + r]);
+    const float m_use = m_all == kNegInf ? 0.0f : m_all;
+    float l = 0.0f, x[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      l += stat_l[w * 16 + r] * exp2_approx(stat_m[w * 16 + r] - m_use);
+      const float *src = scratch + (w * kRowsPerBlock + r) * kScratchPitch + c;
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        x[e] += src[e];
+    }
+    const float norm = l > 0.0f ? 1.0f / l : 0.0f;
+    const int row = row_base + r, t = row / kGroup, h = head * kGroup + row % kGroup;
+    if (slot < 0) {
+      Vec16 out;
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        out.w[e] = pack2<Elem>(x[2 * e] * norm, x[2 * e + 1] * norm);
+      *reinterpret_cast<Vec16 *>(static_cast<u16 *>(p.out) + b * p.out_batch_stride + t * p.out_token_stride +
+                                 h * p.out_head_stride + c) = out;
+    } else {
+      float *dst = p.partial_out + ((long long)slot * (kQLen * kNumQHeads) + t * kNumQHeads + h) * kHeadDim + c;
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        dst[e] = x[e] * norm;
+    }
+    if (c == 0) {
+      const float lse = l > 0.0f ? (m_all + log2_approx(l)) * kLn2 : kNegInf;
+      if (slot >= 0)
+        p.partial_lse[(long long)slot * (kQLen * kNumQHeads) + t * kNumQHeads + h] = lse;
+      else if (kReturnLSE && p.lse)
+        p.lse[((long long)b * kQLen + t) * kNumQHeads + h] = lse;
+    }
+  }
+}
+#endif // MLAGEN_TARGET_NVIDIA
+
+} // namespace paged_decode
+} // namespace mlagen
+
+extern "C" __global__ void __launch_bounds__(mlagen_config::kThreads)
+    mlagen_paged_decode(mlagen_paged_decode_params p) {
+  using namespace mlagen;
+  using namespace mlagen::paged_decode;
+  // Consecutive blocks take the kv heads (and row blocks) of one work item,
+  // so the blocks running together read whole token rows of the cache
+  // (all heads of a key are adjacent) rather than one head's slice of many.
+  const int item_index = block_index_x() / kBlocksPerItem;
+  const int head_block = block_index_x() % kBlocksPerItem;
+  if (item_index >= p.num_work[0])
+    return;
+#if MLAGEN_TARGET_NVIDIA
+  if (kMatrixCores) {
+    decode_mma(p, item_index, head_block);
+    return;
+  }
+#else
+  static_assert(!kMatrixCores, "the matrix-core paged decode is NVIDIA's");
+#endif
+  decode_simt(p, item_index, head_block);
+}
+
 
 // Merges the slots of request blockIdx.x by LSE, in slot order: one row per
 // kReduceThreads / kReduceRowsPerBlock threads.

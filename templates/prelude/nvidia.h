@@ -116,6 +116,13 @@ MLAGEN_DEVICE void cp_async_16(u32 dst, const void *src, bool fill) {
                "l"(src), "r"(fill ? 16 : 0)
                : "memory");
 }
+// The same, asking L2 to fetch the whole 256-byte sector group around
+// `src` (rows read whole by neighbouring threads: paged caches).
+MLAGEN_DEVICE void cp_async_16_l2_256(u32 dst, const void *src, bool fill) {
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst),
+               "l"(src), "r"(fill ? 16 : 0)
+               : "memory");
+}
 MLAGEN_DEVICE void cp_async_commit() {
   asm volatile("cp.async.commit_group;" ::: "memory");
 }

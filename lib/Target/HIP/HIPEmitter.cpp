@@ -238,6 +238,9 @@ LogicalResult printConfig(PagedDecodeOp op, raw_ostream &os) {
      << boolean(op.getKvType() == DType::F8E4M3) << ";\n"
      << "constexpr int kRowsPerBlock = " << op.getRowsPerBlock() << ";\n"
      << "constexpr int kTileK = " << op.getTileK() << ";\n"
+     << "constexpr bool kMatrixCores = " << boolean(op.usesMatrixCores())
+     << ";\n"
+     << "constexpr int kStages = " << op.getStages() << ";\n"
      << "constexpr int kThreads = " << op.getLaunchAttr().getThreads()
      << ";\n"
      << "constexpr int kWaveSize = " << (isCDNA(arch) ? 64 : 32) << ";\n"

@@ -274,13 +274,37 @@ int32_t PagedDecodeOp::getHeadDimPad() {
   return static_cast<int32_t>(llvm::PowerOf2Ceil(getHeadDim()));
 }
 
+bool PagedDecodeOp::usesMatrixCores() {
+  // NVIDIA's mma.sync kernel: ldmatrix reads 16-bit rows, a k-step is 16
+  // columns, and each of the 4 warps takes 16 or 32 keys of a tile.
+  std::optional<Arch> arch = getArch();
+  if (!arch || (*arch != Arch::SM80 && *arch != Arch::SM90A))
+    return false;
+  if (getKvType() == DType::F8E4M3 || getHeadDim() % 16 != 0)
+    return false;
+  std::optional<int32_t> pinned = getKeyTile();
+  return !pinned || *pinned == 64 || *pinned == 128;
+}
+
 int32_t PagedDecodeOp::getTileK() {
   if (std::optional<int32_t> pinned = getKeyTile())
     return *pinned;
+  if (usesMatrixCores())
+    return 64;
   // 128 threads; 8-column chunks split among a key's threads. 256-wide rows
   // take 32 keys so that two tiles stay within CDNA's 64 KB of LDS.
   int32_t pad = getHeadDimPad();
   return pad <= 8 ? 128 : pad >= 256 ? 32 : 64;
+}
+
+int32_t PagedDecodeOp::getStages() {
+  if (!usesMatrixCores())
+    return 1;
+  // Decode is bound by bytes in flight: as many K/V tiles as fit two
+  // blocks per SM (sm_90a 228 KB, sm_80 164 KB), 2 to 4.
+  int64_t budget = *getArch() == Arch::SM90A ? 112 * 1024 : 80 * 1024;
+  int64_t stage = 2 * int64_t(getTileK()) * (2 * getHeadDim() + 16);
+  return static_cast<int32_t>(std::clamp<int64_t>(budget / stage, 2, 4));
 }
 
 int32_t PagedDecodeOp::getRowsPerBlock() {
@@ -292,6 +316,12 @@ int32_t PagedDecodeOp::getRowsPerBlock() {
 }
 
 int32_t PagedDecodeOp::getSharedBytes() {
+  if (usesMatrixCores()) {
+    // kStages K/V tiles of rows padded by 16 bytes, 128 floats of per-warp
+    // stats, and q as 16 such rows (the block's rows, zero past them).
+    int32_t pitch = 2 * getHeadDim() + 16;
+    return getStages() * 2 * getTileK() * pitch + 512 + 16 * pitch;
+  }
   // The template's layout: K and V tiles of rows padded by 16 bytes, fp32
   // scores [rows][tile_k + 4], fp32 q [rows][pad + 4], 32 floats of stats.
   int32_t elemBytes = getKvType() == DType::F8E4M3 ? 1 : 2;
@@ -301,7 +331,8 @@ int32_t PagedDecodeOp::getSharedBytes() {
 }
 
 LogicalResult PagedDecodeOp::verify() {
-  if (std::optional<int32_t> tile = getKeyTile()) {
+  std::optional<int32_t> tile = getKeyTile();
+  if (tile && !usesMatrixCores()) {
     // The template's thread maps: 128 / tile threads share a key's 8-column
     // chunks; 128 / chunks PV slices split the tile's keys.
     int32_t chunks = getHeadDimPad() / 8;

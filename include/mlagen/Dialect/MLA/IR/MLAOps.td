@@ -424,8 +424,9 @@ def MLA_PagedDecodeOp : MLA_Op<"paged_decode", [
     `arch` absent takes the target of mla-select-tiling; mla-prepare-emission
     sets `launch` (mlagen_paged_decode) and `reduce_launch`
     (mlagen_paged_decode_reduce). The tiling follows from the shape (see
-    getTileK, getRowsPerBlock); `key_tile` (32, 64 or 128) pins the keys per
-    step for tuning.
+    getTileK, getRowsPerBlock, getStages); `key_tile` (32, 64 or 128) pins
+    the keys per step for tuning (32 on NVIDIA selects the CUDA-core
+    kernel).
   }];
 
   let arguments = (ins
@@ -478,8 +479,15 @@ def MLA_PagedDecodeOp : MLA_Op<"paged_decode", [
     /// The head dim the kernel computes on: the next power of two (pad
     /// columns are zero).
     int32_t getHeadDimPad();
-    /// Keys per shared-memory tile: 128 / threads per key.
+    /// Whether the kernel runs QK and PV on NVIDIA's mma.sync (sm_80 and
+    /// sm_90a, 16-bit caches, head dims a multiple of 16, key tile 64 or
+    /// 128); otherwise on CUDA cores / CDNA's vector ALUs.
+    bool usesMatrixCores();
+    /// Keys per shared-memory tile: 64 on matrix cores (16 per warp), else
+    /// 128 / threads per key.
     int32_t getTileK();
+    /// K/V tiles in flight (cp.async stages) on matrix cores; 1 otherwise.
+    int32_t getStages();
     /// q rows (token x head of one kv head's group) per block: the largest
     /// divisor of q_len x group up to 16.
     int32_t getRowsPerBlock();
