@@ -567,8 +567,7 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
       nv::ldmatrix_x4(q_frag[d], q_lane + d * 32);
   }
 
-  const float k_scale = 1.0f;
-  const float logit_scale = p.softmax_scale * k_scale;
+  const float logit_scale = p.softmax_scale; // 16-bit caches have no k_scale
   // This thread's two rows (g and g + 8): their last visible key and slope.
   // Pad rows borrow the last real row's and are never written.
   int pos[2];
