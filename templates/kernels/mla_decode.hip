@@ -467,7 +467,7 @@ MLAGEN_DEVICE void copy_rows_async(u16 *dst, const u16 *safe, int tid, const Row
     const u32 at = nv::shared_address(dst + r * kStrideK + col);
 #pragma unroll
     for (int cb = 0; cb < kCopyColumnBlocks; ++cb)
-      nv::cp_async_16(at + 2 * cb * kCopyBlockCols, src + cb * kCopyBlockCols, valid);
+      nv::cp_async_16_l2_128(at + 2 * cb * kCopyBlockCols, src + cb * kCopyBlockCols, valid);
   }
 }
 

@@ -444,11 +444,12 @@ MLAGEN_DEVICE void decode_simt(const mlagen_paged_decode_params &p, int item_ind
 #if MLAGEN_TARGET_NVIDIA
 // NVIDIA with a 16-bit cache (kMatrixCores): QK and PV on mma.sync
 // m16n8k16, the block's rows padded to the 16 rows of an mma. K/V tiles go
-// global -> shared with cp.async, kStages deep, so a block keeps
-// (kStages - 1) tiles in flight while it computes one; one barrier a tile.
-// Each warp owns a quarter of every tile's keys with its own online-softmax
-// state (FlashDecoding's split within the block); the warps' partial rows
-// are merged once at the end through shared memory.
+// global -> shared with cp.async, kStages deep. Each warp owns a quarter of
+// every tile's keys with its own online-softmax state (FlashDecoding's
+// split within the block) and copies those keys itself, so the warps never
+// wait for each other inside the key loop: a warp keeps (kStages - 1) of
+// its slices in flight and re-issues as soon as it is done with one. The
+// warps' partial rows are merged once at the end through shared memory.
 namespace mma {
 
 constexpr int kWarps = kThreads / 32;
@@ -459,7 +460,7 @@ constexpr int kPitch = kHeadDim * 2 + 16;        // bytes: 8 ldmatrix rows hit 8
 constexpr int kTileBytes = kTileK * kPitch;
 constexpr int kStageBytes = 2 * kTileBytes;      // K then V
 constexpr int kRowVectors = kHeadDim / 8;        // 16-byte vectors per cache row
-constexpr int kCopies = kTileK * kRowVectors / kThreads;
+constexpr int kCopies = kWarpKeys * kRowVectors / 32; // per lane, K (and V)
 constexpr int kMmaStatOffset = kStages * kStageBytes;
 constexpr int kMmaQOffset = kMmaStatOffset + 512;
 constexpr int kScratchPitch = kHeadDim + 8;      // floats
@@ -469,39 +470,42 @@ constexpr bool kQInRegisters = kDimSteps <= 8;
 
 static_assert(!kMatrixCores || (kThreads == 128 && kWarpKeys % 16 == 0), "4 warps, 16-key steps");
 static_assert(!kMatrixCores || (kHeadDim % 16 == 0 && !kCacheFP8), "16-bit cache rows of 16-column k-steps");
-static_assert(!kMatrixCores || (kTileK * kRowVectors % kThreads == 0), "whole copies per thread");
+static_assert(!kMatrixCores || (kWarpKeys * kRowVectors % 32 == 0), "whole copies per lane");
 static_assert(!kMatrixCores || (kStages >= 2), "at least one tile in flight");
 static_assert(!kMatrixCores || (kMmaQOffset + 16 * kPitch <= kSharedBytes), "shared memory layout exceeds kSharedBytes");
 static_assert(!kMatrixCores || (kWarps * kRowsPerBlock * kScratchPitch * 4 <= kMmaStatOffset), "merge scratch fits the stages");
 
-// The block-table entries of this thread's copies of the tile at `tile0`,
-// fetched a step before its copies are issued so that their latency never
-// delays the issue. Keys at or past `end` get page 0 (never read).
+// The block-table entries of this lane's copies of its warp's keys of the
+// tile at `tile0`, fetched a step before the copies are issued so that
+// their latency never delays the issue. Keys at or past `end` get page 0
+// (never read).
 MLAGEN_DEVICE void fetch_pages(const int *table, int tile0, int end, int (&pages)[kCopies]) {
+  const int first = tile0 + (thread_index() / 32) * kWarpKeys, lane = thread_index() % 32;
 #pragma unroll
   for (int i = 0; i < kCopies; ++i) {
-    const int key = tile0 + (thread_index() + i * kThreads) / kRowVectors;
+    const int key = first + (lane + i * 32) / kRowVectors;
     pages[i] = key < end ? table[key / kPageSize] : 0;
   }
 }
 
-// Keys [tile0, tile0 + kTileK) of kv head `head` into the stage at `dst`
-// (shared address): K rows, then V rows. Keys at or past `end` are
-// zero-filled without a read.
+// This warp's keys of [tile0, tile0 + kTileK) of kv head `head` into the
+// stage at `dst` (shared address): K rows, then V rows. Keys at or past
+// `end` are zero-filled without a read.
 MLAGEN_DEVICE void issue_tile(const mlagen_paged_decode_params &p, const int (&pages)[kCopies], int head,
                               int tile0, int end, u32 dst) {
   const u8 *k_cache = static_cast<const u8 *>(p.k_cache);
   const u8 *v_cache = static_cast<const u8 *>(p.v_cache);
+  const int first_row = (thread_index() / 32) * kWarpKeys, lane = thread_index() % 32;
 #pragma unroll
   for (int i = 0; i < kCopies; ++i) {
-    const int index = thread_index() + i * kThreads;
-    const int row = index / kRowVectors, vec = index % kRowVectors;
+    const int index = lane + i * 32;
+    const int row = first_row + index / kRowVectors, vec = index % kRowVectors;
     const int key = tile0 + row;
     const long long offset = (long long)pages[i] * p.kv_block_stride +
                              (long long)(key % kPageSize) * p.kv_token_stride + (long long)head * p.kv_head_stride;
     const u32 at = dst + row * kPitch + vec * 16;
-    nv::cp_async_16_l2_256(at, k_cache + offset * 2 + vec * 16, key < end);
-    nv::cp_async_16_l2_256(at + kTileBytes, v_cache + offset * 2 + vec * 16, key < end);
+    nv::cp_async_16_l2_128(at, k_cache + offset * 2 + vec * 16, key < end);
+    nv::cp_async_16_l2_128(at + kTileBytes, v_cache + offset * 2 + vec * 16, key < end);
   }
 }
 
@@ -530,7 +534,27 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
   const int hi = min_int(key_end_item, seq_len);
   const int tiles = lo < hi ? (hi - lo + kTileK - 1) / kTileK : 0;
 
-  // q rows of this block, zero past kRowsPerBlock (the mma's pad rows).
+  // The block-table entries of the first kStages tiles are read together
+  // (one latency, not kStages), then the first kStages - 1 tiles start;
+  // every step commits one group (empty past the last tile) so that
+  // wait<kStages - 2> means "this tile".
+  int ahead[kStages][kCopies];
+#pragma unroll
+  for (int s = 0; s < kStages; ++s)
+    fetch_pages(table, lo + s * kTileK, hi, ahead[s]);
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < tiles)
+      issue_tile(p, ahead[s], head, lo + s * kTileK, hi, smem_base + s * kStageBytes);
+    nv::cp_async_commit();
+  }
+  int pages[kCopies];
+#pragma unroll
+  for (int i = 0; i < kCopies; ++i)
+    pages[i] = ahead[kStages - 1][i];
+
+  // q rows of this block, zero past kRowsPerBlock (the mma's pad rows);
+  // read while the first tiles are in flight.
   for (int i = tid; i < 16 * kHeadDim; i += kThreads) {
     const int r = i / kHeadDim, c = i % kHeadDim;
     u16 bits = 0;
@@ -539,18 +563,6 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
       bits = static_cast<const u16 *>(p.q)[b * p.q_batch_stride + t * p.q_token_stride + h * p.q_head_stride + c];
     }
     q_smem[r * (kPitch / 2) + c] = bits;
-  }
-
-  // The first kStages - 1 tiles start now; every step commits one group
-  // (empty past the last tile) so that wait<kStages - 2> means "this tile".
-  int pages[kCopies];
-  fetch_pages(table, lo, hi, pages);
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < tiles)
-      issue_tile(p, pages, head, lo + s * kTileK, hi, smem_base + s * kStageBytes);
-    nv::cp_async_commit();
-    fetch_pages(table, lo + (s + 1) * kTileK, hi, pages);
   }
   block_barrier(); // q is in shared memory
 
@@ -589,7 +601,7 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
 
   for (int it = 0; it < tiles; ++it) {
     nv::cp_async_wait<kStages - 2>();
-    block_barrier(); // tile `it` landed; every warp is done with tile it - 1
+    warp_barrier(); // this warp's keys of tile `it` landed; it is done with it - 1
     {
       const int next = it + kStages - 1;
       if (next < tiles) {

