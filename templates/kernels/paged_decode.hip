@@ -442,9 +442,13 @@ MLAGEN_DEVICE void decode_simt(const mlagen_paged_decode_params &p, int item_ind
 }
 
 #if MLAGEN_TARGET_NVIDIA
-// NVIDIA with a 16-bit cache (kMatrixCores): QK and PV on mma.sync
-// m16n8k16, the block's rows padded to the 16 rows of an mma. K/V tiles go
-// global -> shared with cp.async, kStages deep. Each warp owns a quarter of
+// NVIDIA (kMatrixCores): QK and PV on mma.sync m16n8k16, the block's rows
+// padded to the 16 rows of an mma. K/V tiles go global -> shared with
+// cp.async, kStages deep. An fp8 cache (sm_90a) stays fp8 in the stages
+// (half the bytes, so more stages fit) and each warp widens its own keys to
+// fp16 in a private buffer before its mmas (cvt.rn.f16x2.e4m3x2, exact);
+// QK and PV then run in fp16, q rounded to fp16, and the scales multiply
+// the logit scale and the final normalisation. Each warp owns a quarter of
 // every tile's keys with its own online-softmax state (FlashDecoding's
 // split within the block) and copies those keys itself, so the warps never
 // wait for each other inside the key loop: a warp keeps (kStages - 1) of
@@ -456,12 +460,16 @@ constexpr int kWarps = kThreads / 32;
 constexpr int kWarpKeys = kTileK / kWarps;       // keys per warp per tile
 constexpr int kKeySteps = kWarpKeys / 16;        // 16-key mma steps
 constexpr int kDimSteps = kHeadDim / 16;         // QK k-steps, PV n-tile pairs
-constexpr int kPitch = kHeadDim * 2 + 16;        // bytes: 8 ldmatrix rows hit 8 bank groups
-constexpr int kTileBytes = kTileK * kPitch;
+constexpr int kPitch = kHeadDim * 2 + 16;        // bytes of a 16-bit row: 8 ldmatrix rows hit 8 bank groups
+constexpr int kCachePitch = kHeadDim * kElemBytes + 16; // bytes of a staged cache row
+constexpr int kTileBytes = kTileK * kCachePitch;
 constexpr int kStageBytes = 2 * kTileBytes;      // K then V
-constexpr int kRowVectors = kHeadDim / 8;        // 16-byte vectors per cache row
+constexpr int kRowVectors = kHeadDim * kElemBytes / 16; // 16-byte vectors per cache row
 constexpr int kCopies = kWarpKeys * kRowVectors / 32; // per lane, K (and V)
-constexpr int kMmaStatOffset = kStages * kStageBytes;
+// fp8: each warp's keys of the current tile widened to fp16, K then V.
+constexpr int kWideBytes = 2 * kWarpKeys * kPitch;
+constexpr int kWideOffset = kStages * kStageBytes;
+constexpr int kMmaStatOffset = kWideOffset + (kCacheFP8 ? kWarps * kWideBytes : 0);
 constexpr int kMmaQOffset = kMmaStatOffset + 512;
 constexpr int kScratchPitch = kHeadDim + 8;      // floats
 // The checks hold where this kernel is the one compiled.
@@ -469,7 +477,10 @@ constexpr int kScratchPitch = kHeadDim + 8;      // floats
 constexpr bool kQInRegisters = kDimSteps <= 8;
 
 static_assert(!kMatrixCores || (kThreads == 128 && kWarpKeys % 16 == 0), "4 warps, 16-key steps");
-static_assert(!kMatrixCores || (kHeadDim % 16 == 0 && !kCacheFP8), "16-bit cache rows of 16-column k-steps");
+static_assert(!kMatrixCores || kHeadDim % (kCacheFP8 ? 32 : 16) == 0, "16-column k-steps, whole 16-byte vectors");
+#if !MLAGEN_ARCH_SM90A
+static_assert(!kMatrixCores || !kCacheFP8, "fp8 on matrix cores needs sm_90a's fp8 conversions");
+#endif
 static_assert(!kMatrixCores || (kWarpKeys * kRowVectors % 32 == 0), "whole copies per lane");
 static_assert(!kMatrixCores || (kStages >= 2), "at least one tile in flight");
 static_assert(!kMatrixCores || (kMmaQOffset + 16 * kPitch <= kSharedBytes), "shared memory layout exceeds kSharedBytes");
@@ -503,9 +514,33 @@ MLAGEN_DEVICE void issue_tile(const mlagen_paged_decode_params &p, const int (&p
     const int key = tile0 + row;
     const long long offset = (long long)pages[i] * p.kv_block_stride +
                              (long long)(key % kPageSize) * p.kv_token_stride + (long long)head * p.kv_head_stride;
-    const u32 at = dst + row * kPitch + vec * 16;
-    nv::cp_async_16_l2_128(at, k_cache + offset * 2 + vec * 16, key < end);
-    nv::cp_async_16_l2_128(at + kTileBytes, v_cache + offset * 2 + vec * 16, key < end);
+    const u32 at = dst + row * kCachePitch + vec * 16;
+    nv::cp_async_16_l2_128(at, k_cache + offset * kElemBytes + vec * 16, key < end);
+    nv::cp_async_16_l2_128(at + kTileBytes, v_cache + offset * kElemBytes + vec * 16, key < end);
+  }
+}
+
+// fp8: this warp's keys of the staged tile at `stage` widened to fp16 rows
+// of kPitch bytes at `wide`, K rows then V rows (exact; zero-filled keys
+// stay zero).
+MLAGEN_DEVICE void widen_keys(const u8 *stage, u8 *wide) {
+  constexpr int kVectors = kWarpKeys * kRowVectors; // 16 fp8 each, per K or V
+  static_assert(2 * kVectors % 32 == 0, "whole vectors per lane");
+  const int warp = thread_index() / 32, lane = thread_index() % 32;
+  // Unrolled by 4: wide heads keep their registers for O (d256 spills fully
+  // unrolled).
+#pragma unroll 4
+  for (int n = 0; n < 2 * kVectors / 32; ++n) {
+    const int i = lane + n * 32, kv = i / kVectors, row = i % kVectors / kRowVectors, vec = i % kRowVectors;
+    const Vec16 in =
+        *reinterpret_cast<const Vec16 *>(stage + kv * kTileBytes + (warp * kWarpKeys + row) * kCachePitch + vec * 16);
+    Vec16 out[2];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      fp8e4m3x4_to_f16(in.w[j], out[j / 2].w[2 * (j % 2)], out[j / 2].w[2 * (j % 2) + 1]);
+    u8 *dst = wide + (kv * kWarpKeys + row) * kPitch + vec * 32;
+    reinterpret_cast<Vec16 *>(dst)[0] = out[0];
+    reinterpret_cast<Vec16 *>(dst)[1] = out[1];
   }
 }
 
@@ -513,6 +548,8 @@ MLAGEN_DEVICE void issue_tile(const mlagen_paged_decode_params &p, const int (&p
 
 MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_index, int head_block) {
   using namespace mma;
+  // The mma operand type: the cache's, or fp16 for an fp8 cache.
+  typedef select_type<kCacheFP8, fp16, Elem>::type MmaElem;
   extern __shared__ __attribute__((aligned(16))) u8 smem[];
   const u32 smem_base = nv::shared_address(smem);
   float *stat_m = reinterpret_cast<float *>(smem + kMmaStatOffset); // [warp][16]
@@ -561,6 +598,11 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
     if (r < kRowsPerBlock) {
       const int row = row_base + r, t = row / kGroup, h = head * kGroup + row % kGroup;
       bits = static_cast<const u16 *>(p.q)[b * p.q_batch_stride + t * p.q_token_stride + h * p.q_head_stride + c];
+      if (kCacheFP8) { // q in the mma's fp16
+        float x, unused;
+        unpack2<Elem>(bits, x, unused);
+        bits = static_cast<u16>(pack2<fp16>(x, 0.0f));
+      }
     }
     q_smem[r * (kPitch / 2) + c] = bits;
   }
@@ -579,7 +621,7 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
       nv::ldmatrix_x4(q_frag[d], q_lane + d * 32);
   }
 
-  const float logit_scale = p.softmax_scale; // 16-bit caches have no k_scale
+  const float logit_scale = p.softmax_scale * (kCacheFP8 ? *p.k_scale : 1.0f);
   // This thread's two rows (g and g + 8): their last visible key and slope.
   // Pad rows borrow the last real row's and are never written.
   int pos[2];
@@ -610,12 +652,19 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
       }
       nv::cp_async_commit();
     }
-    const u32 k_tile = smem_base + (it % kStages) * kStageBytes;
-    const u32 v_tile = k_tile + kTileBytes;
+    // This warp's rows: in the stage (16-bit caches) or widened (fp8).
+    u32 k_tile = smem_base + (it % kStages) * kStageBytes + warp * kWarpKeys * kPitch;
+    u32 v_tile = k_tile + kTileBytes;
+    if (kCacheFP8) {
+      widen_keys(smem + (it % kStages) * kStageBytes, smem + kWideOffset + warp * kWideBytes);
+      warp_barrier();
+      k_tile = smem_base + kWideOffset + warp * kWideBytes;
+      v_tile = k_tile + kWarpKeys * kPitch;
+    }
 #pragma unroll
     for (int ks = 0; ks < kKeySteps; ++ks) {
-      const int tile_row = warp * kWarpKeys + ks * 16;
-      const int key0 = lo + it * kTileK + tile_row;
+      const int tile_row = ks * 16; // within the warp's rows
+      const int key0 = lo + it * kTileK + warp * kWarpKeys + tile_row;
       if (key0 >= hi)
         break; // warp-uniform: the rest of the tile is past the range
 
@@ -633,8 +682,8 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
         } else {
           nv::ldmatrix_x4(qa, q_lane + d * 32);
         }
-        nv::mma_16x8x16<Elem>(s[0], qa, kb[0], kb[1]);
-        nv::mma_16x8x16<Elem>(s[1], qa, kb[2], kb[3]);
+        nv::mma_16x8x16<MmaElem>(s[0], qa, kb[0], kb[1]);
+        nv::mma_16x8x16<MmaElem>(s[1], qa, kb[2], kb[3]);
       }
 
       // Online softmax in the log2 domain; s[j][e] is row g + 8 (e / 2),
@@ -688,16 +737,16 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
 
       // O += P V: P's C fragments are the A fragment of a 16-key k-step.
       u32 pa[4];
-      pa[0] = pack2<Elem>(s[0][0], s[0][1]);
-      pa[1] = pack2<Elem>(s[0][2], s[0][3]);
-      pa[2] = pack2<Elem>(s[1][0], s[1][1]);
-      pa[3] = pack2<Elem>(s[1][2], s[1][3]);
+      pa[0] = pack2<MmaElem>(s[0][0], s[0][1]);
+      pa[1] = pack2<MmaElem>(s[0][2], s[0][3]);
+      pa[2] = pack2<MmaElem>(s[1][0], s[1][1]);
+      pa[3] = pack2<MmaElem>(s[1][2], s[1][3]);
 #pragma unroll
       for (int d = 0; d < kDimSteps; ++d) {
         u32 vb[4];
         nv::ldmatrix_x4_trans(vb, v_tile + tile_row * kPitch + v_lane + d * 32);
-        nv::mma_16x8x16<Elem>(o[2 * d], pa, vb[0], vb[1]);
-        nv::mma_16x8x16<Elem>(o[2 * d + 1], pa, vb[2], vb[3]);
+        nv::mma_16x8x16<MmaElem>(o[2 * d], pa, vb[0], vb[1]);
+        nv::mma_16x8x16<MmaElem>(o[2 * d + 1], pa, vb[2], vb[3]);
       }
     }
   }
@@ -739,8 +788,8 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
   block_barrier();
 
   // 8 columns of one row per thread: sum the warps, normalise, write.
-  for (int i = tid; i < kRowsPerBlock * kRowVectors; i += kThreads) {
-    const int r = i / kRowVectors, c = (i % kRowVectors) * 8;
+  for (int i = tid; i < kRowsPerBlock * (kHeadDim / 8); i += kThreads) {
+    const int r = i / (kHeadDim / 8), c = i % (kHeadDim / 8) * 8;
     float m_all = kNegInf;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w)
@@ -755,7 +804,7 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
       for (int e = 0; e < 8; ++e)
         x[e] += src[e];
     }
-    const float norm = l > 0.0f ? 1.0f / l : 0.0f;
+    const float norm = l > 0.0f ? (kCacheFP8 ? *p.v_scale : 1.0f) / l : 0.0f;
     const int row = row_base + r, t = row / kGroup, h = head * kGroup + row % kGroup;
     if (slot < 0) {
       Vec16 out;

@@ -480,9 +480,15 @@ def MLA_PagedDecodeOp : MLA_Op<"paged_decode", [
     /// columns are zero).
     int32_t getHeadDimPad();
     /// Whether the kernel runs QK and PV on NVIDIA's mma.sync (sm_80 and
-    /// sm_90a, 16-bit caches, head dims a multiple of 16, key tile 64 or
+    /// sm_90a with 16-bit caches and head dims a multiple of 16; sm_90a
+    /// with an fp8 cache and head dims a multiple of 32; key tile 64 or
     /// 128); otherwise on CUDA cores / CDNA's vector ALUs.
     bool usesMatrixCores();
+    /// Bytes of one cache row (head_dim elements of kv_type).
+    int32_t getCacheRowBytes();
+    /// Shared memory of the fp8 matrix-core kernel's keys widened to fp16
+    /// (every warp's keys of one tile, K and V); 0 otherwise.
+    int32_t getWidenedBytes();
     /// Keys per shared-memory tile: 64 on matrix cores (16 per warp), else
     /// 128 / threads per key.
     int32_t getTileK();
