@@ -653,7 +653,7 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
       nv::cp_async_commit();
     }
     // This warp's rows: in the stage (16-bit caches) or widened (fp8).
-    u32 k_tile = smem_base + (it % kStages) * kStageBytes + warp * kWarpKeys * kPitch;
+    u32 k_tile = smem_base + (it % kStages) * kStageBytes + warp * kWarpKeys * kCachePitch;
     u32 v_tile = k_tile + kTileBytes;
     if (kCacheFP8) {
       widen_keys(smem + (it % kStages) * kStageBytes, smem + kWideOffset + warp * kWideBytes);

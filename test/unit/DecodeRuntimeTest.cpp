@@ -9,6 +9,7 @@
 
 #include "CatchStatus.h"
 #include "DecodeParams.h"
+#include "RecordingBackend.h"
 #include "RuntimeInternal.h"
 #include "TestSupport.h"
 #include "mlagen-c/Runtime.h"
@@ -104,10 +105,6 @@ struct FakeDecodeRuntime {
         runtime));
   }
 };
-
-template <typename T> T *fakeAddress(uintptr_t address) {
-  return reinterpret_cast<T *>(address);
-}
 
 // A step of 3 requests with every pointer a distinct, aligned fake address
 // and the plan bound by `planner`.

@@ -10,7 +10,7 @@
 
 #include "CatchStatus.h"
 #include "GatherCacheLaunch.h"
-#include "RuntimeInternal.h"
+#include "RecordingBackend.h"
 #include "TestSupport.h"
 #include "mlagen-c/Runtime.h"
 
@@ -21,75 +21,8 @@ using namespace mlagen::test;
 
 namespace {
 
-void *const kGatherFunction = reinterpret_cast<void *>(0x3000);
-
-struct GatherLaunch {
-  LaunchGeometry geometry;
-  void *stream = nullptr;
-  GatherCacheParams params{};
-};
-
-struct GatherLog {
-  std::mutex mutex;
-  std::vector<GatherLaunch> launches;
-};
-
-// Records each launch's geometry and parameter block; has no memory.
-class RecordingBackend final : public DeviceBackend {
-public:
-  explicit RecordingBackend(std::shared_ptr<GatherLog> log)
-      : log_(std::move(log)) {}
-  BackendKind kind() const override { return BackendKind::CUDA; }
-  Arch arch() const override { return Arch::SM90A; }
-  std::string description() const override { return "fake gather device"; }
-  Status load(const CodeObject &, DeviceFunction &out) override {
-    out = {reinterpret_cast<void *>(0x1000), kGatherFunction, {}};
-    return Status::ok();
-  }
-  void unload(DeviceFunction &) override {}
-  Status launch(const DeviceFunction &function, const LaunchGeometry &geometry,
-                void *stream, void **params) override {
-    REQUIRE(function.function == kGatherFunction);
-    GatherLaunch record{geometry, stream, {}};
-    std::memcpy(&record.params, params[0], sizeof(GatherCacheParams));
-    std::lock_guard<std::mutex> lock(log_->mutex);
-    log_->launches.push_back(record);
-    return Status::ok();
-  }
-  Status allocate(size_t, void *&) override { return none(); }
-  Status release(void *) override { return none(); }
-  Status copyToDevice(void *, const void *, size_t) override { return none(); }
-  Status copyToHost(void *, const void *, size_t) override { return none(); }
-  Status synchronize() override { return Status::ok(); }
-
-private:
-  static Status none() {
-    return Status(StatusCode::Unsupported, "fake device has no memory");
-  }
-  std::shared_ptr<GatherLog> log_;
-};
-
-struct FakeGatherRuntime {
-  std::shared_ptr<GatherLog> log = std::make_shared<GatherLog>();
-  std::shared_ptr<CountingGenerator> generator =
-      std::make_shared<CountingGenerator>();
-  std::unique_ptr<Runtime> runtime;
-
-  FakeGatherRuntime() {
-    generator->threadsPerBlock = 256;
-    RuntimeOptions options;
-    options.generator = generator;
-    options.diskCache = false;
-    // The fake generator's source is never compiled: the fake device loads
-    // whatever it gets.
-    REQUIRE(createRuntimeWithBackend(
-        std::move(options), std::make_unique<RecordingBackend>(log), runtime));
-  }
-};
-
-template <typename T> T *fakeAddress(uintptr_t address) {
-  return reinterpret_cast<T *>(address);
-}
+using GatherLaunch = RecordedLaunch<GatherCacheParams>;
+using FakeGatherRuntime = FakeRuntime<GatherCacheParams>;
 
 GatherCacheArgs someArgs(int tokens) {
   GatherCacheArgs args;

@@ -11,6 +11,7 @@
 #include "ExpandPageIndicesLaunch.h"
 #include "KVCacheWriteLaunch.h"
 #include "MergeAttnStatesLaunch.h"
+#include "RecordingBackend.h"
 #include "RuntimeInternal.h"
 #include "TestSupport.h"
 #include "mlagen-c/Runtime.h"
@@ -96,10 +97,6 @@ struct FakeMergeRuntime {
         std::move(options), std::make_unique<MergeFakeBackend>(log), runtime));
   }
 };
-
-template <typename T> T *fakeAddress(uintptr_t address) {
-  return reinterpret_cast<T *>(address);
-}
 
 MergeAttnStatesArgs someArgs(const Signature &sig, int tokens) {
   MergeAttnStatesArgs args;

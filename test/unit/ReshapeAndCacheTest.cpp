@@ -10,7 +10,7 @@
 
 #include "CatchStatus.h"
 #include "ReshapeAndCacheLaunch.h"
-#include "RuntimeInternal.h"
+#include "RecordingBackend.h"
 #include "TestSupport.h"
 #include "mlagen-c/Runtime.h"
 
@@ -21,75 +21,8 @@ using namespace mlagen::test;
 
 namespace {
 
-void *const kWriteFunction = reinterpret_cast<void *>(0x3000);
-
-struct WriteLaunch {
-  LaunchGeometry geometry;
-  void *stream = nullptr;
-  ReshapeAndCacheParams params{};
-};
-
-struct WriteLog {
-  std::mutex mutex;
-  std::vector<WriteLaunch> launches;
-};
-
-// Records each launch's geometry and parameter block; has no memory.
-class RecordingBackend final : public DeviceBackend {
-public:
-  explicit RecordingBackend(std::shared_ptr<WriteLog> log)
-      : log_(std::move(log)) {}
-  BackendKind kind() const override { return BackendKind::CUDA; }
-  Arch arch() const override { return Arch::SM90A; }
-  std::string description() const override { return "fake write device"; }
-  Status load(const CodeObject &, DeviceFunction &out) override {
-    out = {reinterpret_cast<void *>(0x1000), kWriteFunction, {}};
-    return Status::ok();
-  }
-  void unload(DeviceFunction &) override {}
-  Status launch(const DeviceFunction &function, const LaunchGeometry &geometry,
-                void *stream, void **params) override {
-    REQUIRE(function.function == kWriteFunction);
-    WriteLaunch record{geometry, stream, {}};
-    std::memcpy(&record.params, params[0], sizeof(ReshapeAndCacheParams));
-    std::lock_guard<std::mutex> lock(log_->mutex);
-    log_->launches.push_back(record);
-    return Status::ok();
-  }
-  Status allocate(size_t, void *&) override { return none(); }
-  Status release(void *) override { return none(); }
-  Status copyToDevice(void *, const void *, size_t) override { return none(); }
-  Status copyToHost(void *, const void *, size_t) override { return none(); }
-  Status synchronize() override { return Status::ok(); }
-
-private:
-  static Status none() {
-    return Status(StatusCode::Unsupported, "fake device has no memory");
-  }
-  std::shared_ptr<WriteLog> log_;
-};
-
-struct FakeWriteRuntime {
-  std::shared_ptr<WriteLog> log = std::make_shared<WriteLog>();
-  std::shared_ptr<CountingGenerator> generator =
-      std::make_shared<CountingGenerator>();
-  std::unique_ptr<Runtime> runtime;
-
-  FakeWriteRuntime() {
-    generator->threadsPerBlock = 256;
-    RuntimeOptions options;
-    options.generator = generator;
-    options.diskCache = false;
-    // The fake generator's source is never compiled: the fake device loads
-    // whatever it gets.
-    REQUIRE(createRuntimeWithBackend(
-        std::move(options), std::make_unique<RecordingBackend>(log), runtime));
-  }
-};
-
-template <typename T> T *fakeAddress(uintptr_t address) {
-  return reinterpret_cast<T *>(address);
-}
+using WriteLaunch = RecordedLaunch<ReshapeAndCacheParams>;
+using FakeWriteRuntime = FakeRuntime<ReshapeAndCacheParams>;
 
 ReshapeAndCacheArgs someArgs(int tokens) {
   ReshapeAndCacheArgs args;
