@@ -11,14 +11,14 @@
 // ELF-DAG: mlagen_decode
 // ELF-DAG: mlagen_decode_reduce
 
-// In file order: hq=16 (16 rows a block, 4 warps: the reduce takes 1 row a
-// block), then hq=128 (64 rows, 8 warps: 2 rows).
+// In file order: hq=16 (16 rows a block, the wgmma kernel's 8 warps: the
+// reduce takes 2 rows a block), then hq=128 (64 rows, 8 warps: 2 rows).
 // MANIFEST: "entry": "mlagen_decode",
 // MANIFEST: "extra_entries": [
 // MANIFEST: "name": "mlagen_decode_reduce",
-// MANIFEST: "rows_per_block": 1,
+// MANIFEST: "rows_per_block": 2,
 // MANIFEST: "padded_heads": 16,
-// MANIFEST: "shared_bytes": 173568,
+// MANIFEST: "shared_bytes": 173824,
 // MANIFEST: "tile_k": 64,
 // MANIFEST: "entry": "mlagen_decode",
 // MANIFEST: "rows_per_block": 2,

@@ -92,6 +92,16 @@ constexpr int kRows = kQLen * kNumHeads;
 constexpr int kRowTiles = kHeadsPerBlock / 16;
 MLAGEN_DEVICE bool is_real_row(int g) { return g < kRows && (kNumQHeads == kNumHeads || g % kNumHeads < kNumQHeads); }
 
+// sm_90a runs the warp-specialised wgmma kernel (warpgroup_mma) for a
+// 16-bit cache when the tiling pass gives 16 q rows a block, 64-key tiles
+// and 8 warps (a producer and a consumer warpgroup); 4 warps at 16 rows
+// select mma.sync (warp_mma).
+#if MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
+constexpr bool kWarpgroupDecode = !kCacheFP8 && kHeadsPerBlock == 16 && kTileK == 64 && kNumWarps == 8;
+#else
+constexpr bool kWarpgroupDecode = false;
+#endif
+
 // Row g's q (token g / kNumHeads, head g % kNumHeads) of a request's q.
 MLAGEN_DEVICE const u8 *q_row(const void *q, int g, long long token_stride, long long head_stride) {
   return static_cast<const u8 *>(q) + ((g / kNumHeads) * token_stride + (g % kNumHeads) * head_stride) * kQElemBytes;
@@ -814,6 +824,322 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
 } // namespace warp_mma
 #endif // MLAGEN_TARGET_NVIDIA
 
+#if MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
+// sm_90a, 16-bit cache, 16 q rows a block (kWarpgroupDecode): wgmma with the
+// keys as M, so no q row is padding. Warpgroup 1 produces: Q once, then
+// 64-key tiles into kStages buffers of 128-byte-swizzled 64-column slabs
+// (cp.async, completion on mbarriers). Warpgroup 0 consumes each tile:
+//   S^T [64 keys x 16 rows] = K Q^T   (A: K slabs, K-major; B: Q slabs)
+//   row maxima over keys: lanes, then the 4 warps through shared memory
+//   P [16 rows x 64 keys] as 16-bit into a swizzled slab
+//   O^T [512 x 16] += V^T P^T          (A: the first 8 slabs, MN-major; B: P)
+// and releases the buffer once O^T is updated, so the next-but-one tile
+// streams in while this one is multiplied. Every matrix operand is read
+// from shared memory by the tensor cores: no ldmatrix, and Q is never
+// reloaded per warp.
+namespace warpgroup_mma {
+
+using sm90::u64;
+
+constexpr int kSlabs = kHeadDimQK / 64;  // 9 slabs of 64 columns; V is the first 8
+constexpr int kVSlabs = kHeadDimV / 64;
+constexpr int kSlabBytes = kTileK * 128; // [64 keys][128 bytes]
+constexpr int kQSlabBytes = 16 * 128;    // [16 rows][128 bytes]
+constexpr int kStageBytes = kSlabs * kSlabBytes;
+constexpr int kQBytes = kSlabs * kQSlabBytes;
+constexpr int kPBytes = 16 * 128; // [16 rows][64 keys]
+constexpr int kOutStride = kHeadDimV + 4; // fp32 staging of O, conflict-free writes
+constexpr int kNumBarriers = 1 + 2 * kStages; // q_full, full[], empty[]
+// 1024 bytes of alignment slack (the dynamic shared base is only 16-byte
+// aligned), Q, the stages, P and its rounding residue, row maxima and sums
+// of 4 warps, barriers.
+constexpr int kSharedBytesUsed =
+    1024 + kQBytes + kStages * kStageBytes + 2 * kPBytes + 2 * 4 * 16 * 4 + 8 * kNumBarriers;
+static_assert(!kWarpgroupDecode || kSharedBytesUsed <= kSharedBytes, "tiles exceed kSharedBytes");
+static_assert(!kWarpgroupDecode || 16 * kOutStride * 4 <= kStageBytes, "O staging fits a stage buffer");
+static_assert(kHeadDimQK % 64 == 0 && kHeadDimV % 64 == 0, "whole 64-column slabs");
+typedef sm90::Wgmma<Elem, 16> Wgmma16;
+
+struct Layout {
+  u32 q, kv, p, residue;
+  float *red_max; // [warp][row]
+  float *red_sum; // [warp][row]
+  u32 bars;
+  MLAGEN_DEVICE u32 q_full() const { return bars; }
+  MLAGEN_DEVICE u32 full(int stage) const { return bars + 8 * (1 + stage); }
+  MLAGEN_DEVICE u32 empty(int stage) const { return bars + 8 * (1 + kStages + stage); }
+  MLAGEN_DEVICE u32 stage(int it) const { return kv + (it % kStages) * kStageBytes; }
+};
+
+MLAGEN_DEVICE void store_shared_u16(u32 addr, u32 v) {
+  asm volatile("st.shared.u16 [%0], %1;" ::"r"(addr), "h"((unsigned short)v) : "memory");
+}
+
+// Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled slab.
+MLAGEN_DEVICE u32 swizzled(int row, int chunk) { return row * 128 + ((chunk ^ (row % 8)) * 16); }
+
+// Warpgroup 1: Q, then every tile of the item. Thread t copies 16-byte
+// chunk t % 8 of rows t / 8 + 16 i of every slab; the row's page is looked
+// up one tile ahead, so the block table's latency hides behind the wait for
+// a free buffer.
+MLAGEN_DEVICE void produce(const Job &job, const PagedCache &cache, const void *q, long long q_token_stride,
+                           long long q_head_stride, const Layout &lay, int num_tiles, int ptid) {
+  const int row = ptid / 8;
+  const int chunk = ptid % 8;
+  constexpr int kPasses = kTileK / 16;
+  if (num_tiles > 0) {
+    const int g = job.row0 + row;
+    const bool valid = is_real_row(g);
+    const u16 *src = valid ? reinterpret_cast<const u16 *>(q_row(q, g, q_token_stride, q_head_stride)) + chunk * 8
+                           : cache.base;
+#pragma unroll
+    for (int s = 0; s < kSlabs; ++s)
+      nv::cp_async_16(lay.q + s * kQSlabBytes + swizzled(row, chunk), valid ? src + s * 64 : src, valid);
+    sm90::cp_async_arrive(lay.q_full());
+  }
+  int page[kPasses];
+  auto lookup = [&](int it) {
+#pragma unroll
+    for (int i = 0; i < kPasses; ++i) {
+      const int key = job.key_begin + it * kTileK + row + 16 * i;
+      page[i] = key < job.block_end ? cache.page_of(key) : -1;
+    }
+  };
+  lookup(0);
+  for (int it = 0; it < num_tiles; ++it) {
+    if (it >= kStages)
+      sm90::mbarrier_wait(lay.empty(it % kStages), (it / kStages - 1) & 1);
+    const u32 dst = lay.stage(it);
+    const int k0 = job.key_begin + it * kTileK;
+#pragma unroll
+    for (int i = 0; i < kPasses; ++i) {
+      const int r = row + 16 * i;
+      const bool valid = page[i] >= 0;
+      // A row past the keys reads nothing and is zero-filled.
+      const u16 *src = (valid ? cache.row(page[i], k0 + r) : cache.base) + chunk * 8;
+#pragma unroll
+      for (int s = 0; s < kSlabs; ++s)
+        nv::cp_async_16_l2_128(dst + s * kSlabBytes + swizzled(r, chunk), valid ? src + s * 64 : src, valid);
+    }
+    sm90::cp_async_arrive(lay.full(it % kStages));
+    if (it + 1 < num_tiles)
+      lookup(it + 1);
+  }
+  sm90::cp_async_wait_all(); // no copy outlives the thread
+}
+
+// Warpgroup 0. Accumulator element e of an 8-column group j of warp w, lane
+// (g = lane / 4, quad = lane % 4), is row 16 w + g + 8 (e / 2), column
+// 8 j + 2 quad + e % 2. In S^T rows are keys and columns q rows; in O^T
+// rows are output columns (within a 64-column chunk) and columns q rows.
+// A thread thus sees q rows 2 quad + {0, 1} + 8 j: its `hd` = 2 j + e % 2.
+MLAGEN_DEVICE int q_row_of(int hd, int quad) { return 8 * (hd / 2) + 2 * quad + hd % 2; }
+
+// kFewKeys (an item of one tile): each p is a large weight, and its 16-bit
+// rounding would show in the output; such items also multiply P's rounding
+// residue. A template parameter: wgmma in a divergent branch is serialised.
+template <bool kFewKeys>
+MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &lay, int num_tiles, int warp,
+                           int lane, u16 *out_staging) {
+  const int group = lane / 4;
+  const int quad = lane % 4;
+  const u64 q_desc = sm90::smem_desc_sw128(lay.q, 16);
+  const u64 p_desc = sm90::smem_desc_sw128(lay.p, 16);
+  const u64 residue_desc = sm90::smem_desc_sw128(lay.residue, 16);
+
+  float o[kVSlabs][8];
+#pragma unroll
+  for (int c = 0; c < kVSlabs; ++c)
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      o[c][i] = 0.0f;
+  RowState rows[4];
+
+  if (num_tiles > 0)
+    sm90::mbarrier_wait(lay.q_full(), 0);
+  for (int it = 0; it < num_tiles; ++it) {
+    const int k0 = job.key_begin + it * kTileK;
+    const u32 stage = lay.stage(it);
+    const u64 kv_desc = sm90::smem_desc_sw128(stage, kSlabBytes);
+    sm90::mbarrier_wait(lay.full(it % kStages), (it / kStages) & 1);
+    sm90::fence_proxy_async(); // cp.async wrote through the generic proxy
+
+    float s[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    sm90::wgmma_fence();
+#pragma unroll
+    for (int sl = 0; sl < kSlabs; ++sl)
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks)
+        Wgmma16::ss<0>(s, kv_desc + (sl * kSlabBytes + ks * 32) / 16, q_desc + (sl * kQSlabBytes + ks * 32) / 16,
+                       sl + ks > 0);
+    sm90::wgmma_commit();
+    sm90::wgmma_wait<0>();
+    sm90::fence_array(s);
+
+    // Causal mask (q_len > 1, or keys past the item), then this warp's
+    // maxima of its 16 keys per q row, then every warp's.
+    if (k0 + kTileK > job.mask_from) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const int key = k0 + 16 * warp + group + 8 * (e % 4 / 2);
+        if (key >= job.row_end(job.row0 + q_row_of(2 * (e / 4) + e % 2, quad)))
+          s[e] = kNegInf;
+      }
+    }
+    float m[4];
+#pragma unroll
+    for (int hd = 0; hd < 4; ++hd) {
+      const int e = 4 * (hd / 2) + hd % 2;
+      m[hd] = max_float(s[e], s[e + 2]);
+      m[hd] = max_float(m[hd], shfl_xor(m[hd], 4));
+      m[hd] = max_float(m[hd], shfl_xor(m[hd], 8));
+      m[hd] = max_float(m[hd], shfl_xor(m[hd], 16));
+      if (group == 0)
+        lay.red_max[warp * 16 + q_row_of(hd, quad)] = m[hd];
+    }
+    sm90::named_barrier_sync(1, 128); // maxima visible
+    float alpha[4], base[4];
+#pragma unroll
+    for (int hd = 0; hd < 4; ++hd) {
+      const int r = q_row_of(hd, quad);
+      const float tile_max = max_float(max_float(lay.red_max[r], lay.red_max[16 + r]),
+                                       max_float(lay.red_max[32 + r], lay.red_max[48 + r]));
+      alpha[hd] = rows[hd].update(tile_max * job.unit, base[hd]);
+    }
+    // P into its slab: element (q row r, key k) at row r, chunk k / 8,
+    // 2-byte lane k % 8. Rows r and r + 1 (e and e + 1) share a key.
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int e = 4 * j + 2 * h;
+        const float p0 = exp2_approx(s[e] * job.unit - base[2 * j]);
+        const float p1 = exp2_approx(s[e + 1] * job.unit - base[2 * j + 1]);
+        rows[2 * j].sum += p0;
+        rows[2 * j + 1].sum += p1;
+        const int r = 8 * j + 2 * quad;
+        const int key = 16 * warp + group + 8 * h;
+        const u32 at = swizzled(r, key / 8) + (key % 8) * 2;
+        const u32 at1 = swizzled(r + 1, key / 8) + (key % 8) * 2;
+        const u32 packed = pack2<Elem>(p0, p1);
+        store_shared_u16(lay.p + at, packed & 0xffffu);
+        store_shared_u16(lay.p + at1, packed >> 16);
+        if (kFewKeys) {
+          const u32 residue = rounding_residue<Elem>(p0, p1, packed);
+          store_shared_u16(lay.residue + at, residue & 0xffffu);
+          store_shared_u16(lay.residue + at1, residue >> 16);
+        }
+      }
+    }
+    // Once the maxima settle, alpha is exactly 1 for the whole warp.
+    if (!all_lanes(alpha[0] == 1.0f && alpha[1] == 1.0f && alpha[2] == 1.0f && alpha[3] == 1.0f)) {
+#pragma unroll
+      for (int c = 0; c < kVSlabs; ++c)
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          o[c][e] *= alpha[2 * (e / 4) + e % 2];
+    }
+    sm90::fence_proxy_async(); // P is read by wgmma (the async proxy)
+    sm90::named_barrier_sync(1, 128); // P visible
+
+    sm90::fence_array(o); // O settles in its registers before the products
+    sm90::wgmma_fence();
+#pragma unroll
+    for (int pass = 0; pass < (kFewKeys ? 2 : 1); ++pass) {
+      const u64 b_desc = pass == 0 ? p_desc : residue_desc;
+#pragma unroll
+      for (int ks = 0; ks < kTileK / 16; ++ks)
+#pragma unroll
+        for (int c = 0; c < kVSlabs; ++c)
+          Wgmma16::ss<0, 1>(o[c], kv_desc + (c * kSlabBytes + ks * 16 * 128) / 16, b_desc + (ks * 32) / 16, 1);
+    }
+    sm90::wgmma_commit();
+    sm90::wgmma_wait<0>();
+    sm90::fence_array(o);
+    if (lane == 0)
+      sm90::mbarrier_arrive(lay.empty(it % kStages)); // the buffer may refill
+  }
+
+  // Row sums: this thread's keys, the warp's, then every warp's in warp
+  // order (the result does not depend on timing).
+#pragma unroll
+  for (int hd = 0; hd < 4; ++hd) {
+    float sum = rows[hd].sum;
+    sum += shfl_xor(sum, 4);
+    sum += shfl_xor(sum, 8);
+    sum += shfl_xor(sum, 16);
+    if (group == 0)
+      lay.red_sum[warp * 16 + q_row_of(hd, quad)] = sum;
+  }
+  sm90::named_barrier_sync(1, 128);
+  // O^T, normalised, through shared memory (a free stage buffer) so that
+  // each row is written in 16-byte pieces.
+  float *const staged = reinterpret_cast<float *>(out_staging);
+#pragma unroll
+  for (int hd = 0; hd < 4; ++hd) {
+    const int r = q_row_of(hd, quad);
+    const float total = lay.red_sum[r] + lay.red_sum[16 + r] + lay.red_sum[32 + r] + lay.red_sum[48 + r];
+    const float scale = RowState::output_scale(total) * job.v_scale;
+    const int e0 = 4 * (hd / 2) + hd % 2;
+#pragma unroll
+    for (int c = 0; c < kVSlabs; ++c) {
+      staged[r * kOutStride + 64 * c + 16 * warp + group] = o[c][e0] * scale;
+      staged[r * kOutStride + 64 * c + 16 * warp + group + 8] = o[c][e0 + 2] * scale;
+    }
+    if (warp == 0 && group == 0 && is_real_row(job.row0 + r))
+      output.store_lse(job.row0 + r, rows[hd].lse(total));
+  }
+  sm90::named_barrier_sync(1, 128);
+  const int tid = warp * 32 + lane;
+#pragma unroll
+  for (int i = 0; i < 16 * kHeadDimV / 4 / 128; ++i) {
+    const int idx = tid + 128 * i;
+    const int r = idx / (kHeadDimV / 4);
+    const int col = idx % (kHeadDimV / 4) * 4;
+    const int g = job.row0 + r;
+    if (!is_real_row(g))
+      continue;
+    const Float4 v = *reinterpret_cast<const Float4 *>(staged + r * kOutStride + col);
+    output.row(g).store4(col, v.x, v.y, v.z, v.w);
+  }
+}
+
+MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q, long long q_token_stride,
+                          long long q_head_stride, const Output &output, u16 *smem) {
+  const u32 raw = nv::shared_address(smem);
+  const u32 base = (raw + 1023u) & ~1023u;
+  u16 *const aligned = smem + (base - raw) / 2;
+  Layout lay;
+  lay.q = base;
+  lay.kv = lay.q + kQBytes;
+  lay.p = lay.kv + kStages * kStageBytes;
+  lay.residue = lay.p + kPBytes;
+  lay.red_max = reinterpret_cast<float *>(aligned + (lay.residue + kPBytes - base) / 2);
+  lay.red_sum = lay.red_max + 4 * 16;
+  lay.bars = lay.residue + kPBytes + 2 * 4 * 16 * 4;
+
+  const int tid = thread_index();
+  if (tid == 0) {
+    sm90::mbarrier_init(lay.q_full(), 128);
+    for (int st = 0; st < kStages; ++st) {
+      sm90::mbarrier_init(lay.full(st), 128);
+      sm90::mbarrier_init(lay.empty(st), 4);
+    }
+    sm90::mbarrier_init_fence();
+  }
+  block_barrier();
+  const int num_tiles = ceil_div(job.block_end - job.key_begin, kTileK);
+  if (tid >= 128)
+    produce(job, cache, q, q_token_stride, q_head_stride, lay, num_tiles, tid - 128);
+  else if (num_tiles == 1)
+    consume<true>(job, output, lay, num_tiles, tid / 32, tid % 32, aligned + (lay.kv - base) / 2);
+  else
+    consume<false>(job, output, lay, num_tiles, tid / 32, tid % 32, aligned + (lay.kv - base) / 2);
+}
+
+} // namespace warpgroup_mma
+#endif // MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
+
 #if MLAGEN_TARGET_CDNA
 // AMD CDNA, wave64 MFMA 16x16. S^T = K Q^T per (row tile, 16-key granule):
 // the K operand comes from the LDS tile, Q^T stays in registers, and lane l
@@ -1154,7 +1480,12 @@ extern "C" __global__ void MLAGEN_DECODE_LAUNCH_BOUNDS mlagen_decode(mlagen_deco
                          p.partial_out,
                          p.partial_lse};
   const void *q = static_cast<const u8 *>(p.q) + job.batch * p.q_batch_stride * kQElemBytes;
-#if MLAGEN_TARGET_NVIDIA
+#if MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
+  if (kWarpgroupDecode)
+    warpgroup_mma::attend(job, cache, q, p.q_token_stride, p.q_head_stride, output, mlagen_smem);
+  else
+    warp_mma::attend(job, cache, q, p.q_token_stride, p.q_head_stride, output, mlagen_smem);
+#elif MLAGEN_TARGET_NVIDIA
   warp_mma::attend(job, cache, q, p.q_token_stride, p.q_head_stride, output, mlagen_smem);
 #else
   wave_mfma::attend(job, cache, q, p.q_token_stride, p.q_head_stride, output, mlagen_smem);

@@ -699,18 +699,7 @@ MLAGEN_DEVICE void pack_p(u32 (&p)[kPVSteps][4], const float (&s)[kTileK / 2]) {
                           : pack2<Elem>(s[8 * ps + 2 * j], s[8 * ps + 2 * j + 1]);
 }
 
-template <class T, int N>
-MLAGEN_DEVICE void fence_array(T (&x)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i)
-    sm90::fence_operand(x[i]);
-}
-template <class T, int N, int M>
-MLAGEN_DEVICE void fence_array(T (&x)[N][M]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i)
-    fence_array(x[i]);
-}
+using sm90::fence_array;
 
 // Turn-taking of the two consumers' matrix products (kPingPong): a
 // warpgroup waits for its turn, issues, then hands the turn over. Both

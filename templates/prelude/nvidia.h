@@ -247,6 +247,18 @@ MLAGEN_DEVICE void wgmma_wait() {
 // reads and writes its registers asynchronously, which the compiler cannot see.
 MLAGEN_DEVICE void fence_operand(float &x) { asm volatile("" : "+f"(x)::"memory"); }
 MLAGEN_DEVICE void fence_operand(u32 &x) { asm volatile("" : "+r"(x)::"memory"); }
+template <class T, int N>
+MLAGEN_DEVICE void fence_array(T (&x)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    fence_operand(x[i]);
+}
+template <class T, int N, int M>
+MLAGEN_DEVICE void fence_array(T (&x)[N][M]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    fence_array(x[i]);
+}
 
 // Shared-memory matrix descriptor for the 128-byte swizzle: rows of 128
 // bytes (64 16-bit elements), 16-byte chunk c of row r stored at chunk
@@ -260,6 +272,8 @@ MLAGEN_DEVICE u64 smem_desc_sw128(u32 addr, u32 lbo) {
 // Accumulator operand lists for the wgmma wrappers below.
 #define MLAGEN_ACC8(d, i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), \
     "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define MLAGEN_ACC8_0(d) MLAGEN_ACC8(d, 0)
+#define MLAGEN_DREGS16 "{%0, %1, %2, %3, %4, %5, %6, %7}"
 #define MLAGEN_ACC64(d) MLAGEN_ACC8(d, 0), MLAGEN_ACC8(d, 8), MLAGEN_ACC8(d, 16), MLAGEN_ACC8(d, 24)
 #define MLAGEN_DREGS64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
 #define MLAGEN_ACC96(d) MLAGEN_ACC8(d, 0), MLAGEN_ACC8(d, 8), MLAGEN_ACC8(d, 16), MLAGEN_ACC8(d, 24), MLAGEN_ACC8(d, 32), MLAGEN_ACC8(d, 40)
@@ -271,19 +285,19 @@ MLAGEN_DEVICE u64 smem_desc_sw128(u32 addr, u32 lbo) {
 // as mma.sync's C fragments, one per 8 columns: d[4 j + e] holds row
 // 16 warp + lane / 4 + 8 (e / 2), column 8 j + 2 (lane % 4) + e % 2. B is a
 // shared-memory descriptor, K-major (kTransB 0) or MN-major (1); A is a
-// descriptor (ss) or, as mma.sync's A fragment, registers (rs). `accumulate`
-// 0 overwrites d.
+// descriptor (ss; K-major, or MN-major with kTransA 1) or, as mma.sync's A
+// fragment, registers (rs). `accumulate` 0 overwrites d.
 template <class T, int N>
 struct Wgmma;
 #define MLAGEN_WGMMA(T, TS, N, ACC, DREGS, R0, R1, R2, R3, R4, R5, R6) \
   template <> \
   struct Wgmma<T, N> { \
-    template <int kTransB> \
+    template <int kTransB, int kTransA = 0> \
     MLAGEN_DEVICE static void ss(float (&d)[N / 2], u64 a, u64 b, int accumulate) { \
       asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" R2 ", 0;\n" \
                    "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TS "." TS " " DREGS \
-                   ", %" R0 ", %" R1 ", p, 1, 1, 0, %" R3 ";\n}" \
-                   : ACC(d) : "l"(a), "l"(b), "r"(accumulate), "n"(kTransB)); \
+                   ", %" R0 ", %" R1 ", p, 1, 1, %" R4 ", %" R3 ";\n}" \
+                   : ACC(d) : "l"(a), "l"(b), "r"(accumulate), "n"(kTransB), "n"(kTransA)); \
     } \
     template <int kTransB> \
     MLAGEN_DEVICE static void rs(float (&d)[N / 2], const u32 (&a)[4], u64 b, int accumulate) { \
@@ -294,6 +308,8 @@ struct Wgmma;
                      "n"(kTransB)); \
     } \
   };
+MLAGEN_WGMMA(bf16, "bf16", 16, MLAGEN_ACC8_0, MLAGEN_DREGS16, "8", "9", "10", "11", "12", "13", "14")
+MLAGEN_WGMMA(fp16, "f16", 16, MLAGEN_ACC8_0, MLAGEN_DREGS16, "8", "9", "10", "11", "12", "13", "14")
 MLAGEN_WGMMA(bf16, "bf16", 64, MLAGEN_ACC64, MLAGEN_DREGS64, "32", "33", "34", "35", "36", "37", "38")
 MLAGEN_WGMMA(fp16, "f16", 64, MLAGEN_ACC64, MLAGEN_DREGS64, "32", "33", "34", "35", "36", "37", "38")
 MLAGEN_WGMMA(bf16, "bf16", 96, MLAGEN_ACC96, MLAGEN_DREGS96, "48", "49", "50", "51", "52", "53", "54")

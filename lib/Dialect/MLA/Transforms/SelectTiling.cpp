@@ -136,6 +136,22 @@ LogicalResult selectDecodeTiling(DecodeOp op, std::optional<Arch> defaultArch) {
   };
   auto sharedBytes = [&] { return getDecodeSharedBytes(op, tiling(), target); };
   auto fits = [&] { return sharedBytes() <= target.sharedBytesLimit; };
+  // sm_90a, 16-bit cache, blocks of 16 q rows: the warp-specialised wgmma
+  // kernel (templates/kernels/mla_decode.hip, warpgroup_mma), selected by
+  // 64-key tiles, 8 warps (a producer and a consumer warpgroup) and two
+  // stages. Shared bytes keep the padded formula, an upper bound of what it
+  // uses.
+  if (*arch == Arch::SM90A && op.getKvType() != DType::F8E4M3 &&
+      headsPerBlock == 16 && pinnedTileK.value_or(64) == 64) {
+    tileK = 64;
+    warps = 8;
+    stages = 2;
+    if (fits()) {
+      op.setArchAttr(ArchAttr::get(ctx, *arch));
+      op.setTilingAttr(tiling());
+      return success();
+    }
+  }
   // From the defaults for this many rows, give up keys per step first
   // (NVIDIA keeps its two stages: one exposes the load latency), then
   // stages, then rows per block (more blocks, each reading every key) with
