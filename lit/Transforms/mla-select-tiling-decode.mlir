@@ -9,10 +9,9 @@
 // CHECK-LABEL: mla.decode @sm_90a_tp8
 //  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 8, wave_size = 32, stages = 2>,
 // 128 heads: 64 rows a block, 48 keys x 2 stages (the best 64-row point).
-// An fp8 cache keeps mma.sync (4 warps) and one bf16 tile, so that two
-// blocks fit an SM.
+// An fp8 cache takes the wgmma kernel too (its producer converts).
 // CHECK-LABEL: mla.decode @sm_90a_tp8_fp8
-//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 4, wave_size = 32, stages = 1>,
+//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 8, wave_size = 32, stages = 2>,
 // CHECK-LABEL: mla.decode @sm_90a_tp1
 //  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 64, tile_k = 48, warps = 8, wave_size = 32, stages = 2>,
 // 4 tokens x 16 heads = 64 rows.

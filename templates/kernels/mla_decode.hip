@@ -92,12 +92,11 @@ constexpr int kRows = kQLen * kNumHeads;
 constexpr int kRowTiles = kHeadsPerBlock / 16;
 MLAGEN_DEVICE bool is_real_row(int g) { return g < kRows && (kNumQHeads == kNumHeads || g % kNumHeads < kNumQHeads); }
 
-// sm_90a runs the warp-specialised wgmma kernel (warpgroup_mma) for a
-// 16-bit cache when the tiling pass gives 16 q rows a block, 64-key tiles
-// and 8 warps (a producer and a consumer warpgroup); 4 warps at 16 rows
+// sm_90a runs the warp-specialised wgmma kernel (warpgroup_mma) when the
+// tiling pass gives 16 q rows a block, 64-key tiles and 8 warps (a producer and a consumer warpgroup); 4 warps at 16 rows
 // select mma.sync (warp_mma).
 #if MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
-constexpr bool kWarpgroupDecode = !kCacheFP8 && kHeadsPerBlock == 16 && kTileK == 64 && kNumWarps == 8;
+constexpr bool kWarpgroupDecode = kHeadsPerBlock == 16 && kTileK == 64 && kNumWarps == 8;
 #else
 constexpr bool kWarpgroupDecode = false;
 #endif
@@ -858,7 +857,7 @@ constexpr int kSharedBytesUsed =
 static_assert(!kWarpgroupDecode || kSharedBytesUsed <= kSharedBytes, "tiles exceed kSharedBytes");
 static_assert(!kWarpgroupDecode || 16 * kOutStride * 4 <= kStageBytes, "O staging fits a stage buffer");
 static_assert(kHeadDimQK % 64 == 0 && kHeadDimV % 64 == 0, "whole 64-column slabs");
-typedef sm90::Wgmma<Elem, 16> Wgmma16;
+typedef sm90::Wgmma<MmaElem, 16> Wgmma16;
 
 struct Layout {
   u32 q, kv, p, residue;
@@ -926,6 +925,118 @@ MLAGEN_DEVICE void produce(const Job &job, const PagedCache &cache, const void *
       lookup(it + 1);
   }
   sm90::cp_async_wait_all(); // no copy outlives the thread
+}
+
+MLAGEN_DEVICE void store_shared_16(u32 addr, const Raw16 &v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v.w[0]), "r"(v.w[1]), "r"(v.w[2]),
+               "r"(v.w[3])
+               : "memory");
+}
+
+// An fp8 cache: Q and the tiles go through registers, converted exactly to
+// fp16 (the operand type, see MmaElem) on their way into the slabs. Thread
+// t holds 16-byte chunks t % 4 + 4 s (slab s) of rows t / 4 and t / 4 + 32;
+// each chunk becomes two swizzled 16-byte fp16 chunks. Two tiles are in
+// registers at a time: one is stored while the next one's loads fly.
+struct FP8Tile {
+  Raw16 chunk[2][kSlabs];
+  int page[2]; // -1: past the keys (zeros, nothing read)
+};
+
+MLAGEN_DEVICE void produce_fp8(const Job &job, const PagedCache &cache, const void *q, long long q_token_stride,
+                               long long q_head_stride, const Layout &lay, int num_tiles, int ptid) {
+  if (num_tiles > 0) {
+    const int row = ptid / 8;
+    const int chunk = ptid % 8;
+    const int g = job.row0 + row;
+    const u8 *src = q_row(q, g, q_token_stride, q_head_stride);
+#pragma unroll
+    for (int sl = 0; sl < kSlabs; ++sl) {
+      const int col = sl * 64 + chunk * 8;
+      Raw16 v = {{0u, 0u, 0u, 0u}};
+      if (is_real_row(g) && kQueryFP8) {
+        const Pair32 raw = *reinterpret_cast<const Pair32 *>(src + col);
+        fp8x4_to_operands(raw.x, v.w[0], v.w[1]);
+        fp8x4_to_operands(raw.y, v.w[2], v.w[3]);
+      } else if (is_real_row(g)) {
+        v = *reinterpret_cast<const Raw16 *>(src + col * 2);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          float lo, hi;
+          unpack2<bf16>(v.w[i], lo, hi);
+          v.w[i] = pack2<fp16>(lo, hi);
+        }
+      }
+      store_shared_16(lay.q + sl * kQSlabBytes + swizzled(row, chunk), v);
+    }
+    sm90::fence_proxy_async(); // read by wgmma (the async proxy)
+    sm90::mbarrier_arrive(lay.q_full());
+  }
+  const int row0 = ptid / 4;
+  const int quarter = ptid % 4;
+  auto lookup = [&](FP8Tile &t, int it) {
+#pragma unroll
+    for (int pass = 0; pass < 2; ++pass) {
+      const int key = job.key_begin + it * kTileK + row0 + 32 * pass;
+      t.page[pass] = key < job.block_end ? cache.page_of(key) : -1;
+    }
+  };
+  auto fetch = [&](FP8Tile &t, int it) {
+    const Raw16 zero = {{0u, 0u, 0u, 0u}};
+#pragma unroll
+    for (int pass = 0; pass < 2; ++pass) {
+      const int page = t.page[pass];
+      const u8 *src = cache.row8(page < 0 ? 0 : page, job.key_begin + it * kTileK + row0 + 32 * pass) + quarter * 16;
+#pragma unroll
+      for (int sl = 0; sl < kSlabs; ++sl)
+        t.chunk[pass][sl] = page >= 0 ? *reinterpret_cast<const Raw16 *>(src + sl * 64) : zero;
+    }
+  };
+  auto put = [&](const FP8Tile &t, int it) {
+    if (it >= kStages)
+      sm90::mbarrier_wait(lay.empty(it % kStages), (it / kStages - 1) & 1);
+    const u32 dst = lay.stage(it);
+#pragma unroll
+    for (int pass = 0; pass < 2; ++pass) {
+      const int r = row0 + 32 * pass;
+#pragma unroll
+      for (int sl = 0; sl < kSlabs; ++sl) {
+        Raw16 lo, hi;
+        fp8x4_to_operands(t.chunk[pass][sl].w[0], lo.w[0], lo.w[1]);
+        fp8x4_to_operands(t.chunk[pass][sl].w[1], lo.w[2], lo.w[3]);
+        fp8x4_to_operands(t.chunk[pass][sl].w[2], hi.w[0], hi.w[1]);
+        fp8x4_to_operands(t.chunk[pass][sl].w[3], hi.w[2], hi.w[3]);
+        store_shared_16(dst + sl * kSlabBytes + swizzled(r, 2 * quarter), lo);
+        store_shared_16(dst + sl * kSlabBytes + swizzled(r, 2 * quarter + 1), hi);
+      }
+    }
+    sm90::fence_proxy_async();
+    sm90::mbarrier_arrive(lay.full(it % kStages));
+  };
+  // Two tiles by two, so that each buffer is a named variable (registers).
+  FP8Tile even, odd;
+  if (num_tiles > 0) {
+    lookup(even, 0);
+    fetch(even, 0);
+  }
+  if (num_tiles > 1) {
+    lookup(odd, 1);
+    fetch(odd, 1);
+  }
+  for (int it = 0; it < num_tiles; it += 2) {
+    put(even, it);
+    if (it + 2 < num_tiles) {
+      lookup(even, it + 2);
+      fetch(even, it + 2);
+    }
+    if (it + 1 < num_tiles) {
+      put(odd, it + 1);
+      if (it + 3 < num_tiles) {
+        lookup(odd, it + 3);
+        fetch(odd, it + 3);
+      }
+    }
+  }
 }
 
 // Warpgroup 0. Accumulator element e of an 8-column group j of warp w, lane
@@ -1021,11 +1132,11 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
         const int key = 16 * warp + group + 8 * h;
         const u32 at = swizzled(r, key / 8) + (key % 8) * 2;
         const u32 at1 = swizzled(r + 1, key / 8) + (key % 8) * 2;
-        const u32 packed = pack2<Elem>(p0, p1);
+        const u32 packed = pack2<MmaElem>(p0, p1);
         store_shared_u16(lay.p + at, packed & 0xffffu);
         store_shared_u16(lay.p + at1, packed >> 16);
         if (kFewKeys) {
-          const u32 residue = rounding_residue<Elem>(p0, p1, packed);
+          const u32 residue = rounding_residue<MmaElem>(p0, p1, packed);
           store_shared_u16(lay.residue + at, residue & 0xffffu);
           store_shared_u16(lay.residue + at1, residue >> 16);
         }
@@ -1129,7 +1240,9 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
   }
   block_barrier();
   const int num_tiles = ceil_div(job.block_end - job.key_begin, kTileK);
-  if (tid >= 128)
+  if (tid >= 128 && kCacheFP8)
+    produce_fp8(job, cache, q, q_token_stride, q_head_stride, lay, num_tiles, tid - 128);
+  else if (tid >= 128)
     produce(job, cache, q, q_token_stride, q_head_stride, lay, num_tiles, tid - 128);
   else if (num_tiles == 1)
     consume<true>(job, output, lay, num_tiles, tid / 32, tid % 32, aligned + (lay.kv - base) / 2);

@@ -1,6 +1,7 @@
 // An fp8 e4m3 cache (bf16 q and out), through the pipeline to HIP source:
-// kCacheDType 1; on NVIDIA one bf16 tile (the fp8 tiles stream through
-// registers), so 16-row blocks need 98816 bytes and two fit an SM.
+// kCacheDType 1. sm_90a takes the wgmma kernel (8 warps, two fp16 stages
+// filled through registers by the producer warpgroup); sm_80 keeps one
+// 16-bit tile (the fp8 tiles stream through registers).
 // RUN: mlagen-opt %s --mla-legalize --mla-select-tiling=arch=sm_90a --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=SM90A
 // RUN: mlagen-opt %s --mla-legalize --mla-select-tiling=arch=sm_80 --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=SM80
 // RUN: mlagen-opt %s --mla-legalize --mla-select-tiling=arch=gfx942 --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=GFX942
@@ -13,8 +14,9 @@ mla.decode @fp8_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1
 // SM90A:      constexpr bool kInputBF16 = true;
 // SM90A-NEXT: constexpr int kCacheDType = 1;
 // SM90A-NEXT: constexpr bool kQueryFP8 = false;
-// SM90A:      constexpr int kStages = 1;
-// SM90A-NEXT: constexpr int kSharedBytes = 98816;
+// SM90A:      constexpr int kNumWarps = 8;
+// SM90A:      constexpr int kStages = 2;
+// SM90A-NEXT: constexpr int kSharedBytes = 173824;
 // The prelude converts in hardware; the kernel reads kv_scale from the
 // parameter block.
 // SM90A:      cvt.rn.f16x2.e4m3x2

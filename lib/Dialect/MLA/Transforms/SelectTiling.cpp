@@ -136,13 +136,13 @@ LogicalResult selectDecodeTiling(DecodeOp op, std::optional<Arch> defaultArch) {
   };
   auto sharedBytes = [&] { return getDecodeSharedBytes(op, tiling(), target); };
   auto fits = [&] { return sharedBytes() <= target.sharedBytesLimit; };
-  // sm_90a, 16-bit cache, blocks of 16 q rows: the warp-specialised wgmma
-  // kernel (templates/kernels/mla_decode.hip, warpgroup_mma), selected by
-  // 64-key tiles, 8 warps (a producer and a consumer warpgroup) and two
-  // stages. Shared bytes keep the padded formula, an upper bound of what it
-  // uses.
-  if (*arch == Arch::SM90A && op.getKvType() != DType::F8E4M3 &&
-      headsPerBlock == 16 && pinnedTileK.value_or(64) == 64) {
+  // sm_90a, blocks of 16 q rows: the warp-specialised wgmma kernel
+  // (templates/kernels/mla_decode.hip, warpgroup_mma), selected by 64-key
+  // tiles, 8 warps (a producer and a consumer warpgroup) and two stages; an
+  // fp8 cache too (its producer converts to fp16 on the way). Shared bytes
+  // keep the padded formula, an upper bound of what it uses.
+  if (*arch == Arch::SM90A && headsPerBlock == 16 &&
+      pinnedTileK.value_or(64) == 64) {
     tileK = 64;
     warps = 8;
     stages = 2;
