@@ -273,6 +273,29 @@ struct alignas(16) Raw16 {
   u32 w[4];
 };
 
+#if MLAGEN_TARGET_NVIDIA
+// Eight q elements of a row at element column `col` as fp16 operands (the
+// operand type of an fp8 cache on NVIDIA): fp8 q converted exactly like
+// the keys, bf16 q rounded to fp16.
+MLAGEN_DEVICE Raw16 q_chunk_as_fp16(const u8 *row, int col) {
+  Raw16 v;
+  if (kQueryFP8) {
+    const Pair32 raw = *reinterpret_cast<const Pair32 *>(row + col);
+    fp8x4_to_operands(raw.x, v.w[0], v.w[1]);
+    fp8x4_to_operands(raw.y, v.w[2], v.w[3]);
+  } else {
+    v = *reinterpret_cast<const Raw16 *>(row + col * 2);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      float lo, hi;
+      unpack2<bf16>(v.w[i], lo, hi);
+      v.w[i] = pack2<fp16>(lo, hi);
+    }
+  }
+  return v;
+}
+#endif
+
 // fp8 cache: one thread's share of a KV tile in registers (16 fp8 per
 // chunk), loaded one tile ahead; `store` converts to bf16 (32 bytes per
 // chunk) into the shared tile of row stride kStride elements.
@@ -560,23 +583,11 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
       if (kHeadsPerBlock % kCopyRowsPerPass != 0 && r >= kHeadsPerBlock)
         break;
       const int g = job.row0 + r;
-      const u8 *src = q_row(q, g, q_token_stride, q_head_stride) + col * kQElemBytes;
+      const u8 *src = q_row(q, g, q_token_stride, q_head_stride);
 #pragma unroll
       for (int cb = 0; cb < kCopyColumnBlocks; ++cb) {
-        Raw16 v = {{0u, 0u, 0u, 0u}};
-        if (is_real_row(g) && kQueryFP8) {
-          const Pair32 raw = *reinterpret_cast<const Pair32 *>(src + cb * kCopyBlockCols);
-          fp8x4_to_operands(raw.x, v.w[0], v.w[1]);
-          fp8x4_to_operands(raw.y, v.w[2], v.w[3]);
-        } else if (is_real_row(g)) {
-          v = *reinterpret_cast<const Raw16 *>(src + cb * kCopyBlockCols * 2);
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            float lo, hi;
-            unpack2<bf16>(v.w[i], lo, hi);
-            v.w[i] = pack2<fp16>(lo, hi);
-          }
-        }
+        const Raw16 zero = {{0u, 0u, 0u, 0u}};
+        const Raw16 v = is_real_row(g) ? q_chunk_as_fp16(src, col + cb * kCopyBlockCols) : zero;
         *reinterpret_cast<Raw16 *>(q_tile + r * kStrideK + col + cb * kCopyBlockCols) = v;
       }
     }
@@ -952,21 +963,8 @@ MLAGEN_DEVICE void produce_fp8(const Job &job, const PagedCache &cache, const vo
     const u8 *src = q_row(q, g, q_token_stride, q_head_stride);
 #pragma unroll
     for (int sl = 0; sl < kSlabs; ++sl) {
-      const int col = sl * 64 + chunk * 8;
-      Raw16 v = {{0u, 0u, 0u, 0u}};
-      if (is_real_row(g) && kQueryFP8) {
-        const Pair32 raw = *reinterpret_cast<const Pair32 *>(src + col);
-        fp8x4_to_operands(raw.x, v.w[0], v.w[1]);
-        fp8x4_to_operands(raw.y, v.w[2], v.w[3]);
-      } else if (is_real_row(g)) {
-        v = *reinterpret_cast<const Raw16 *>(src + col * 2);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          float lo, hi;
-          unpack2<bf16>(v.w[i], lo, hi);
-          v.w[i] = pack2<fp16>(lo, hi);
-        }
-      }
+      const Raw16 zero = {{0u, 0u, 0u, 0u}};
+      const Raw16 v = is_real_row(g) ? q_chunk_as_fp16(src, sl * 64 + chunk * 8) : zero;
       store_shared_16(lay.q + sl * kQSlabBytes + swizzled(row, chunk), v);
     }
     sm90::fence_proxy_async(); // read by wgmma (the async proxy)
