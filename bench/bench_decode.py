@@ -1,5 +1,6 @@
 """Absorbed MLA decode (576/512, bf16, page 64): mlagen next to the GPU's copy
-bandwidth, cuDNN's GQA decode and a torch bmm + softmax MLA decode, in one process.
+bandwidth, cuDNN's GQA decode, torch's bf16 GEMM and a torch bmm + softmax MLA
+decode, in one process.
 
 Run on the GPU machine from the repo root:
     PYTHONPATH=python MLAGEN_LIBRARY=carry/libmlagen.so python3 bench/bench_decode.py
@@ -8,7 +9,9 @@ KV cache bytes read plus q and out; TFLOP/s count 2*B*H*S*(576+512). Times are
 medians of triton.testing.do_bench over a plan updated once (graph-friendly).
 fp8 rows: the same shapes with an fp8 e4m3 cache (1 byte a element, per-tensor
 kv_scale; q and out bf16); GB/s count its bytes, and the table gives the
-tokens/s ratio fp8 / bf16 (the same number of keys in less time).
+tokens/s ratio fp8 / bf16 (the same number of keys in less time). The
+compute-bound reference is torch.matmul of two 8192 x 8192 bf16 matrices: the
+table gives each shape's TFLOP/s over it.
 """
 import json
 import math
@@ -64,6 +67,11 @@ def main():
         ms = bench(lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True))
     res["cudnn_gqa_decode_B64_S4096_GBps"] = round(2 * k.numel() * 2 / ms / 1e6, 1)
     del q, k, v
+    # torch's bf16 GEMM: the compute-bound peer (B128 H128 is 2/3 tensor-core work).
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn_like(a)
+    res["torch_gemm_TFLOPs"] = round(2 * 8192 ** 3 / bench(lambda: a @ b) / 1e9, 1)
+    del a, b
     rows = []
     for batch, heads in ((64, 16), (128, 16), (128, 128)):
         seq = 4096
@@ -94,13 +102,15 @@ def main():
         torch.cuda.empty_cache()
     res["rows"] = rows
     md = [f"GPU: {res['gpu']}; copy {res['copy_GBps']} GB/s (read + write); cuDNN GQA decode "
-          f"(B64 S4096, 32/8 heads, d128) {res['cudnn_gqa_decode_B64_S4096_GBps']} GB/s",
-          "", "| shape | mlagen us | mlagen GB/s | / cuDNN GQA GB/s | mlagen TFLOP/s | torch bmm GB/s | torch bmm TFLOP/s | fp8 us | fp8 GB/s | fp8 / bf16 tokens/s |",
-          "|---|---|---|---|---|---|---|---|---|---|"]
+          f"(B64 S4096, 32/8 heads, d128) {res['cudnn_gqa_decode_B64_S4096_GBps']} GB/s; "
+          f"torch bf16 GEMM 8192^3 {res['torch_gemm_TFLOPs']} TFLOP/s",
+          "", "| shape | mlagen us | mlagen GB/s | / cuDNN GQA GB/s | mlagen TFLOP/s | / GEMM TFLOP/s | torch bmm GB/s | torch bmm TFLOP/s | fp8 us | fp8 GB/s | fp8 / bf16 tokens/s |",
+          "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         md.append(f"| {r['shape']} | {r['mlagen_us']} | {r['mlagen_GBps']} | "
                   f"{r['mlagen_GBps'] / res['cudnn_gqa_decode_B64_S4096_GBps']:.2f} | "
-                  f"{r['mlagen_TFLOPs']} | {r['torch_bmm_GBps']} | {r['torch_bmm_TFLOPs']} | "
+                  f"{r['mlagen_TFLOPs']} | {r['mlagen_TFLOPs'] / res['torch_gemm_TFLOPs']:.2f} | "
+                  f"{r['torch_bmm_GBps']} | {r['torch_bmm_TFLOPs']} | "
                   f"{r['fp8_us']} | {r['fp8_GBps']} | {r['fp8_speedup']} |")
     out_dir = os.environ.get("OUT", "/tmp")
     json.dump(res, open(os.path.join(out_dir, "decode_bench.json"), "w"), indent=1)

@@ -4,24 +4,29 @@
 // answers"): a block owns 16 q rows if a request's q_len x heads fit in 16,
 // 32 if in 32, else 64 (gfx90a: at most 32), with the target's tile_k,
 // warps and stages for that many rows; all of them fit shared memory.
-// sm_90a at 16 rows with a 16-bit cache: the wgmma kernel's 64-key tiles,
-// 8 warps (producer and consumer warpgroups) and two stages.
+// sm_90a: the wgmma kernel's 64-key tiles and two stages, with 8 warps
+// (producer and consumer warpgroups) at 16 or 32 rows, 12 (two consumers)
+// at 64 rows of a 16-bit cache.
 // CHECK-LABEL: mla.decode @sm_90a_tp8
 //  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 8, wave_size = 32, stages = 2>,
-// 128 heads: 64 rows a block, 48 keys x 2 stages (the best 64-row point).
 // An fp8 cache takes the wgmma kernel too (its producer converts).
 // CHECK-LABEL: mla.decode @sm_90a_tp8_fp8
 //  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 8, wave_size = 32, stages = 2>,
+// 128 heads: 64 rows a block.
 // CHECK-LABEL: mla.decode @sm_90a_tp1
-//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 64, tile_k = 48, warps = 8, wave_size = 32, stages = 2>,
+//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 64, tile_k = 64, warps = 12, wave_size = 32, stages = 2>,
+// An fp8 cache at 64 rows stays on mma.sync (the two-consumer kernel's
+// producer has no registers to convert through): one stage of 48 keys.
+// CHECK-LABEL: mla.decode @sm_90a_tp1_fp8
+//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 64, tile_k = 48, warps = 8, wave_size = 32, stages = 1>,
 // 4 tokens x 16 heads = 64 rows.
 // CHECK-LABEL: mla.decode @sm_90a_mtp
-//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 64, tile_k = 48, warps = 8, wave_size = 32, stages = 2>,
+//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 64, tile_k = 64, warps = 12, wave_size = 32, stages = 2>,
 // 2 tokens x 8 heads = 16 rows; 4 tokens x 8 heads = 32.
 // CHECK-LABEL: mla.decode @sm_90a_8_tokens_2
 //  CHECK-SAME:   tiling = <heads = 8, heads_per_block = 16, tile_k = 64, warps = 8, wave_size = 32, stages = 2>,
 // CHECK-LABEL: mla.decode @sm_90a_8_tokens_4
-//  CHECK-SAME:   tiling = <heads = 8, heads_per_block = 32, tile_k = 64, warps = 4, wave_size = 32, stages = 2>,
+//  CHECK-SAME:   tiling = <heads = 8, heads_per_block = 32, tile_k = 64, warps = 8, wave_size = 32, stages = 2>,
 // sm_80's 163 KiB per block: 32 keys a step.
 // CHECK-LABEL: mla.decode @sm_80_tp8
 //  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 16, tile_k = 32, warps = 4, wave_size = 32, stages = 2>,
@@ -43,6 +48,7 @@
 mla.decode @sm_90a_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16
 mla.decode @sm_90a_tp8_fp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, arch = sm_90a, q_type = bf16, kv_type = f8E4M3, out_type = bf16
 mla.decode @sm_90a_tp1 qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, lse, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16
+mla.decode @sm_90a_tp1_fp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, lse, arch = sm_90a, q_type = bf16, kv_type = f8E4M3, out_type = bf16
 mla.decode @sm_90a_mtp qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 4, page_size = 1, lse, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16
 mla.decode @sm_90a_8_tokens_2 qk_head_dim = 576, v_head_dim = 512, q_heads = 8, q_len = 2, page_size = 64, lse, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16
 mla.decode @sm_90a_8_tokens_4 qk_head_dim = 576, v_head_dim = 512, q_heads = 8, q_len = 4, page_size = 64, lse, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16

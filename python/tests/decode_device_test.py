@@ -33,7 +33,9 @@ import mlagen
 # is larger (rows that see few keys reach |out| > 4, where half a bf16 ulp is 0.0156).
 ATOL = 1e-2
 ROUNDING_SLACK = 1.01
-LSE_RTOL = 1e-3   # relative
+LSE_RTOL = 1e-3   # relative,
+LSE_FLOOR = 1e-2  # of |ref| floored here: a row of one key has LSE = its logit, which
+                  # may be ~0; fp32 sums of 576 products in another order differ by ~1e-6
 QK, V = 576, 512
 SCALE = 1.0 / math.sqrt(192)  # DeepSeek-V3: the unabsorbed head dim
 DEV = "cuda"
@@ -117,7 +119,7 @@ def compare(out, lse, ref_out, ref_lse):
     finite = torch.isfinite(ref_lse)
     same_inf = bool(torch.equal(torch.isinf(lse) & (lse < 0), ~finite))
     lse_rel = ((lse[finite] - ref_lse[finite]).abs() /
-               ref_lse[finite].abs().clamp_min(1e-6)).max().item() if finite.any() else 0.0
+               ref_lse[finite].abs().clamp_min(LSE_FLOOR)).max().item() if finite.any() else 0.0
     ok = unwritten == 0 and over_tolerance == 0 and lse_rel <= LSE_RTOL and same_inf
     return dict(max_abs_err=err, over_tolerance=over_tolerance, lse_max_rel_err=lse_rel,
                 unwritten=unwritten, empty_rows_lse_neg_inf=same_inf, ok=ok)

@@ -93,13 +93,22 @@ constexpr int kRowTiles = kHeadsPerBlock / 16;
 MLAGEN_DEVICE bool is_real_row(int g) { return g < kRows && (kNumQHeads == kNumHeads || g % kNumHeads < kNumQHeads); }
 
 // sm_90a runs the warp-specialised wgmma kernel (warpgroup_mma) when the
-// tiling pass gives 16 q rows a block, 64-key tiles and 8 warps (a producer and a consumer warpgroup); 4 warps at 16 rows
-// select mma.sync (warp_mma).
+// tiling pass gives it 64-key tiles, two or more stages and a producer
+// warpgroup beside one consumer warpgroup (16 or 32 q rows, 8 warps) or two
+// (64 rows of a 16-bit cache, 12 warps: O^T of 64 rows is too large for one
+// warpgroup's registers). DecodeSupport.cpp's isWarpgroupDecode mirrors this
+// rule; any other tiling selects mma.sync (warp_mma).
 #if MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
-constexpr bool kWarpgroupDecode = kHeadsPerBlock == 16 && kTileK == 64 && kNumWarps == 8;
+constexpr bool kWarpgroupDecode = kTileK == 64 && kStages >= 2 &&
+                                  ((kHeadsPerBlock <= 32 && kNumWarps == 8) ||
+                                   (kHeadsPerBlock == 64 && kNumWarps == 12 && !kCacheFP8));
 #else
 constexpr bool kWarpgroupDecode = false;
 #endif
+static_assert(kNumWarps != 12 || kWarpgroupDecode, "12 warps: sm_90a's two-consumer wgmma kernel only");
+
+// A request's q rows split into kRowBlocks blocks (grid y).
+constexpr int kRowBlocks = ceil_div(kRows, kHeadsPerBlock);
 
 // Row g's q (token g / kNumHeads, head g % kNumHeads) of a request's q.
 MLAGEN_DEVICE const u8 *q_row(const void *q, int g, long long token_stride, long long head_stride) {
@@ -161,8 +170,6 @@ struct Job {
 enum { kDecodeErrorSeqLen = 1, kDecodeErrorPage = 2 };
 
 MLAGEN_DEVICE void record_decode_error(const mlagen_decode_params &p, int code, int batch, int value, int page) {
-  if (thread_index() != 0 || block_index_y() != 0)
-    return;
   int *flags = p.error_flags;
 #if MLAGEN_TARGET_NVIDIA
   const bool first = atomicCAS(flags, 0, code) == 0;
@@ -200,9 +207,13 @@ MLAGEN_DEVICE int check_request(const mlagen_decode_params &p, int batch, int se
   return 0;
 }
 
-// Reads the block's work item; false if the block has none.
+// Reads the block's work item; false if the block has none. The row
+// blocks of an item are adjacent in launch order: they read the same keys,
+// so all but the first find them in L2.
 MLAGEN_DEVICE bool load_job(const mlagen_decode_params &p, Job &job) {
-  const int index = block_index_x();
+  const int linear = block_index_x() + block_index_y() * grid_size_x();
+  const int index = linear / kRowBlocks;
+  const int row_block = linear % kRowBlocks;
   if (index >= *p.num_work)
     return false;
   const int *item = p.work + 4 * index;
@@ -220,13 +231,14 @@ MLAGEN_DEVICE bool load_job(const mlagen_decode_params &p, Job &job) {
     if (code != 0) {
       // Read nothing of the cache: the request's rows get zeros and LSE
       // -inf, as for seq_len 0 (every item of the request decides alike).
-      record_decode_error(p, code, job.batch, value, page);
+      if (thread_index() == 0 && row_block == 0)
+        record_decode_error(p, code, job.batch, value, page);
       job.seq_len = 0;
       job.key_begin = 0;
       job.key_end = 0;
     }
   }
-  job.row0 = block_index_y() * kHeadsPerBlock;
+  job.row0 = row_block * kHeadsPerBlock;
   job.block_end = max_int(job.key_begin, job.row_end(job.row0 + kHeadsPerBlock - 1));
   job.mask_from = job.row_end(job.row0);
   job.unit = kCacheFP8 ? p.softmax_scale * p.kv_scale * kLog2e : p.softmax_scale * kLog2e;
@@ -439,9 +451,11 @@ struct Split {
   static constexpr int kQKGranules = ceil_div(kGranules, kQKWarpsN);
   static constexpr int kColsPerWarp = kHeadDimV / kNumWarps;
   static_assert(kTileK % kGranule == 0, "kTileK is a multiple of the key granule");
-  static_assert(kRowTiles % kQKWarpsM == 0 && kNumWarps % kQKWarpsM == 0,
+  // (A 12-warp block is the wgmma kernel's: Split then goes unused.)
+  static_assert(kWarpgroupDecode || (kRowTiles % kQKWarpsM == 0 && kNumWarps % kQKWarpsM == 0),
                 "row tiles and warps divide evenly (powers of two)");
-  static_assert(kColsPerWarp % 16 == 0, "each warp owns a multiple of 16 V columns (kNumWarps <= 32)");
+  static_assert(kWarpgroupDecode || kColsPerWarp % 16 == 0,
+                "each warp owns a multiple of 16 V columns (kNumWarps <= 32)");
   // Warps past the last granule (kGranules < kQKWarpsN) idle in S = Q K^T.
   MLAGEN_DEVICE static bool has_granule(int wn, int j) {
     return kGranules % kQKWarpsN == 0 || wn + j * kQKWarpsN < kGranules;
@@ -468,7 +482,7 @@ constexpr int kKVTileElems = kTileK * kStrideK;
 constexpr int kPTileElems = kHeadsPerBlock * kStrideP;
 constexpr int kSharedBytesUsed = 2 * (kQTileElems + kStages * kKVTileElems + 2 * kPTileElems) +
                                  4 * kHeadsPerBlock * (S::kGranules + kNumWarps);
-static_assert(kSharedBytesUsed <= kSharedBytes, "tiles exceed kSharedBytes");
+static_assert(kWarpgroupDecode || kSharedBytesUsed <= kSharedBytes, "tiles exceed kSharedBytes");
 
 constexpr int kQKPairs = kHeadDimQK / 32;    // two k-steps of S per ldmatrix of K
 // With few S fragments per warp (and one or two warps per scheduler) the
@@ -479,7 +493,7 @@ constexpr bool kQKSplitPairs = S::kQKRowTiles * S::kQKGranules < 4;
 constexpr bool kQKPrefetch = kRowTiles * S::kColsPerWarp / 2 <= 64; // O registers <= 64
 constexpr int kPVSteps = kTileK / 16;        // k-steps of O += P V
 constexpr int kOTiles = S::kColsPerWarp / 8; // n8 tiles of O per warp
-static_assert(kRowTiles * kOTiles * 4 <= 128,
+static_assert(kWarpgroupDecode || kRowTiles * kOTiles * 4 <= 128,
               "NVIDIA: O takes 16 * kHeadsPerBlock / kNumWarps registers; keep it <= 128");
 
 // Issues the copy of kRows_ x 576 rows into shared memory (row stride
@@ -835,50 +849,75 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
 #endif // MLAGEN_TARGET_NVIDIA
 
 #if MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
-// sm_90a, 16-bit cache, 16 q rows a block (kWarpgroupDecode): wgmma with the
-// keys as M, so no q row is padding. Warpgroup 1 produces: Q once, then
-// 64-key tiles into kStages buffers of 128-byte-swizzled 64-column slabs
-// (cp.async, completion on mbarriers). Warpgroup 0 consumes each tile:
-//   S^T [64 keys x 16 rows] = K Q^T   (A: K slabs, K-major; B: Q slabs)
+// sm_90a (kWarpgroupDecode): wgmma with the keys as M, so no q row is
+// padding; the block's N = 16, 32 or 64 q rows are the N of every product.
+// The last warpgroup produces: Q once, then 64-key tiles into kStages
+// buffers of 128-byte-swizzled 64-column slabs (cp.async, completion on
+// mbarriers). The consumer warpgroups take each tile:
+//   S^T [64 keys x N] = K Q^T        (A: K slabs, K-major; B: Q slabs)
 //   row maxima over keys: lanes, then the 4 warps through shared memory
-//   P [16 rows x 64 keys] as 16-bit into a swizzled slab
-//   O^T [512 x 16] += V^T P^T          (A: the first 8 slabs, MN-major; B: P)
-// and releases the buffer once O^T is updated, so the next-but-one tile
+//   P [N x 64 keys] as 16-bit into a swizzled slab
+//   O^T [512 x N] += V^T P^T         (A: the first 8 slabs, MN-major; B: P)
+// and release the buffer once O^T is updated, so the next-but-one tile
 // streams in while this one is multiplied. Every matrix operand is read
 // from shared memory by the tensor cores: no ldmatrix, and Q is never
-// reloaded per warp.
+// reloaded per warp. With 64 rows O^T is 256 fp32 registers a thread for
+// one warpgroup, so two consumers split it: consumer c computes S^T for
+// rows [32 c, 32 c + 32) and O^T for output columns [256 c, 256 c + 256)
+// of all 64 rows; P and the rescale factors of each tile meet in shared
+// memory.
 namespace warpgroup_mma {
 
 using sm90::u64;
 
-constexpr int kSlabs = kHeadDimQK / 64;  // 9 slabs of 64 columns; V is the first 8
+constexpr int kRowsN = kHeadsPerBlock;
+constexpr int kConsumers = kRowsN == 64 ? 2 : 1;
+constexpr int kSRows = kRowsN / kConsumers; // q rows of a consumer's S^T
+constexpr int kConsumerThreads = 128 * kConsumers;
+constexpr int kSlabs = kHeadDimQK / 64;      // 9 slabs of 64 columns; V is the first 8
 constexpr int kVSlabs = kHeadDimV / 64;
-constexpr int kSlabBytes = kTileK * 128; // [64 keys][128 bytes]
-constexpr int kQSlabBytes = 16 * 128;    // [16 rows][128 bytes]
+constexpr int kOChunks = kVSlabs / kConsumers; // 64-column chunks of O^T a consumer holds
+constexpr int kSlabBytes = kTileK * 128;     // [64 keys][128 bytes]
+constexpr int kQSlabBytes = kRowsN * 128;    // [rows][128 bytes]
 constexpr int kStageBytes = kSlabs * kSlabBytes;
 constexpr int kQBytes = kSlabs * kQSlabBytes;
-constexpr int kPBytes = 16 * 128; // [16 rows][64 keys]
+constexpr int kPBytes = kRowsN * 128; // [rows][64 keys]
 constexpr int kOutStride = kHeadDimV + 4; // fp32 staging of O, conflict-free writes
 constexpr int kNumBarriers = 1 + 2 * kStages; // q_full, full[], empty[]
+// Per-warp row maxima (at the end, row sums) of each consumer, then alpha
+// and the row totals of every row.
+constexpr int kRowFloats = kConsumers * 4 * kSRows + 2 * kRowsN;
 // 1024 bytes of alignment slack (the dynamic shared base is only 16-byte
-// aligned), Q, the stages, P and its rounding residue, row maxima and sums
-// of 4 warps, barriers.
+// aligned), Q, the stages, P, row floats, barriers. DecodeSupport.cpp's
+// getDecodeSharedBytes has the same sum. P's rounding residue (one-tile
+// items) lives in stage 1, which such items never load.
 constexpr int kSharedBytesUsed =
-    1024 + kQBytes + kStages * kStageBytes + 2 * kPBytes + 2 * 4 * 16 * 4 + 8 * kNumBarriers;
+    1024 + kQBytes + kStages * kStageBytes + kPBytes + 4 * kRowFloats + 8 * kNumBarriers;
 static_assert(!kWarpgroupDecode || kSharedBytesUsed <= kSharedBytes, "tiles exceed kSharedBytes");
-static_assert(!kWarpgroupDecode || 16 * kOutStride * 4 <= kStageBytes, "O staging fits a stage buffer");
+static_assert(!kWarpgroupDecode || kRowsN * kOutStride * 4 <= kStages * kStageBytes,
+              "O staging fits the stage buffers");
 static_assert(kHeadDimQK % 64 == 0 && kHeadDimV % 64 == 0, "whole 64-column slabs");
-typedef sm90::Wgmma<MmaElem, 16> Wgmma16;
+typedef sm90::Wgmma<MmaElem, kSRows> WgmmaS;
+typedef sm90::Wgmma<MmaElem, kRowsN> WgmmaO;
+
+// Named barriers (0 is the block's). Consumer c's warps: 1 + c. Both
+// consumers: kBarP (P and alpha written), kBarOut (the products done, row
+// totals written). kBarPFree + c: consumer c arrives once its products
+// have read P; the other waits there before overwriting its rows of P.
+enum { kBarP = 3, kBarPFree = 4, kBarOut = 6 };
+MLAGEN_DEVICE void sync_consumers(int id) { sm90::named_barrier_sync(kConsumers == 1 ? 1 : id, kConsumerThreads); }
 
 struct Layout {
-  u32 q, kv, p, residue;
-  float *red_max; // [warp][row]
-  float *red_sum; // [warp][row]
+  u32 q, kv, p;
+  float *red;   // [consumer][warp][kSRows]: row maxima per tile, row sums at the end
+  float *alpha; // [kRowsN]: this tile's rescale factor of each row
+  float *total; // [kRowsN]: row sums at the end
   u32 bars;
   MLAGEN_DEVICE u32 q_full() const { return bars; }
   MLAGEN_DEVICE u32 full(int stage) const { return bars + 8 * (1 + stage); }
   MLAGEN_DEVICE u32 empty(int stage) const { return bars + 8 * (1 + kStages + stage); }
   MLAGEN_DEVICE u32 stage(int it) const { return kv + (it % kStages) * kStageBytes; }
+  MLAGEN_DEVICE u32 residue() const { return kv + kStageBytes; }
 };
 
 MLAGEN_DEVICE void store_shared_u16(u32 addr, u32 v) {
@@ -888,7 +927,7 @@ MLAGEN_DEVICE void store_shared_u16(u32 addr, u32 v) {
 // Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled slab.
 MLAGEN_DEVICE u32 swizzled(int row, int chunk) { return row * 128 + ((chunk ^ (row % 8)) * 16); }
 
-// Warpgroup 1: Q, then every tile of the item. Thread t copies 16-byte
+// The producer: Q, then every tile of the item. Thread t copies 16-byte
 // chunk t % 8 of rows t / 8 + 16 i of every slab; the row's page is looked
 // up one tile ahead, so the block table's latency hides behind the wait for
 // a free buffer.
@@ -898,13 +937,16 @@ MLAGEN_DEVICE void produce(const Job &job, const PagedCache &cache, const void *
   const int chunk = ptid % 8;
   constexpr int kPasses = kTileK / 16;
   if (num_tiles > 0) {
-    const int g = job.row0 + row;
-    const bool valid = is_real_row(g);
-    const u16 *src = valid ? reinterpret_cast<const u16 *>(q_row(q, g, q_token_stride, q_head_stride)) + chunk * 8
-                           : cache.base;
 #pragma unroll
-    for (int s = 0; s < kSlabs; ++s)
-      nv::cp_async_16(lay.q + s * kQSlabBytes + swizzled(row, chunk), valid ? src + s * 64 : src, valid);
+    for (int r = row; r < kRowsN; r += 16) {
+      const int g = job.row0 + r;
+      const bool valid = is_real_row(g);
+      const u16 *src = valid ? reinterpret_cast<const u16 *>(q_row(q, g, q_token_stride, q_head_stride)) + chunk * 8
+                             : cache.base;
+#pragma unroll
+      for (int s = 0; s < kSlabs; ++s)
+        nv::cp_async_16(lay.q + s * kQSlabBytes + swizzled(r, chunk), valid ? src + s * 64 : src, valid);
+    }
     sm90::cp_async_arrive(lay.q_full());
   }
   int page[kPasses];
@@ -944,11 +986,12 @@ MLAGEN_DEVICE void store_shared_16(u32 addr, const Raw16 &v) {
                : "memory");
 }
 
-// An fp8 cache: Q and the tiles go through registers, converted exactly to
-// fp16 (the operand type, see MmaElem) on their way into the slabs. Thread
-// t holds 16-byte chunks t % 4 + 4 s (slab s) of rows t / 4 and t / 4 + 32;
-// each chunk becomes two swizzled 16-byte fp16 chunks. Two tiles are in
-// registers at a time: one is stored while the next one's loads fly.
+// An fp8 cache (one consumer): Q and the tiles go through registers,
+// converted exactly to fp16 (the operand type, see MmaElem) on their way
+// into the slabs. Thread t holds 16-byte chunks t % 4 + 4 s (slab s) of rows
+// t / 4 and t / 4 + 32; each chunk becomes two swizzled 16-byte fp16
+// chunks. Two tiles are in registers at a time: one is stored while the
+// next one's loads fly.
 struct FP8Tile {
   Raw16 chunk[2][kSlabs];
   int page[2]; // -1: past the keys (zeros, nothing read)
@@ -957,15 +1000,16 @@ struct FP8Tile {
 MLAGEN_DEVICE void produce_fp8(const Job &job, const PagedCache &cache, const void *q, long long q_token_stride,
                                long long q_head_stride, const Layout &lay, int num_tiles, int ptid) {
   if (num_tiles > 0) {
-    const int row = ptid / 8;
     const int chunk = ptid % 8;
-    const int g = job.row0 + row;
-    const u8 *src = q_row(q, g, q_token_stride, q_head_stride);
+    for (int row = ptid / 8; row < kRowsN; row += 16) {
+      const int g = job.row0 + row;
+      const u8 *src = q_row(q, g, q_token_stride, q_head_stride);
 #pragma unroll
-    for (int sl = 0; sl < kSlabs; ++sl) {
-      const Raw16 zero = {{0u, 0u, 0u, 0u}};
-      const Raw16 v = is_real_row(g) ? q_chunk_as_fp16(src, sl * 64 + chunk * 8) : zero;
-      store_shared_16(lay.q + sl * kQSlabBytes + swizzled(row, chunk), v);
+      for (int sl = 0; sl < kSlabs; ++sl) {
+        const Raw16 zero = {{0u, 0u, 0u, 0u}};
+        const Raw16 v = is_real_row(g) ? q_chunk_as_fp16(src, sl * 64 + chunk * 8) : zero;
+        store_shared_16(lay.q + sl * kQSlabBytes + swizzled(row, chunk), v);
+      }
     }
     sm90::fence_proxy_async(); // read by wgmma (the async proxy)
     sm90::mbarrier_arrive(lay.q_full());
@@ -1037,88 +1081,107 @@ MLAGEN_DEVICE void produce_fp8(const Job &job, const PagedCache &cache, const vo
   }
 }
 
-// Warpgroup 0. Accumulator element e of an 8-column group j of warp w, lane
-// (g = lane / 4, quad = lane % 4), is row 16 w + g + 8 (e / 2), column
-// 8 j + 2 quad + e % 2. In S^T rows are keys and columns q rows; in O^T
-// rows are output columns (within a 64-column chunk) and columns q rows.
-// A thread thus sees q rows 2 quad + {0, 1} + 8 j: its `hd` = 2 j + e % 2.
+// A consumer's warps. Accumulator element e of an 8-column group j of warp
+// w, lane (g = lane / 4, quad = lane % 4), is row 16 w + g + 8 (e / 2),
+// column 8 j + 2 quad + e % 2. In S^T rows are keys and columns q rows (of
+// the consumer's); in O^T rows are output columns (within a 64-column
+// chunk) and columns q rows (of the block). A thread thus sees q rows
+// 2 quad + {0, 1} + 8 j: its `hd` = 2 j + e % 2.
 MLAGEN_DEVICE int q_row_of(int hd, int quad) { return 8 * (hd / 2) + 2 * quad + hd % 2; }
 
 // kFewKeys (an item of one tile): each p is a large weight, and its 16-bit
 // rounding would show in the output; such items also multiply P's rounding
-// residue. A template parameter: wgmma in a divergent branch is serialised.
-template <bool kFewKeys>
+// residue. Template parameters, as is the consumer's index (constant
+// shared-memory offsets and barrier ids keep the registers down): wgmma in
+// a divergent branch is serialised.
+template <bool kFewKeys, int consumer>
 MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &lay, int num_tiles, int warp,
-                           int lane, u16 *out_staging) {
+                           int lane, float *staged) {
+  constexpr int kHd = kSRows / 4;  // q rows of S^T a thread sees
+  constexpr int kOHd = kRowsN / 4; // q rows of O^T a thread sees
   const int group = lane / 4;
   const int quad = lane % 4;
-  const u64 q_desc = sm90::smem_desc_sw128(lay.q, 16);
+  const int srow0 = consumer * kSRows; // the first block row of this consumer's S^T
+  const u64 q_desc = sm90::smem_desc_sw128(lay.q + srow0 * 128, 16);
   const u64 p_desc = sm90::smem_desc_sw128(lay.p, 16);
-  const u64 residue_desc = sm90::smem_desc_sw128(lay.residue, 16);
+  const u64 residue_desc = sm90::smem_desc_sw128(lay.residue(), 16);
+  float *const red = lay.red + consumer * 4 * kSRows;
 
-  float o[kVSlabs][8];
+  float o[kOChunks][kRowsN / 2];
 #pragma unroll
-  for (int c = 0; c < kVSlabs; ++c)
+  for (int c = 0; c < kOChunks; ++c)
 #pragma unroll
-    for (int i = 0; i < 8; ++i)
+    for (int i = 0; i < kRowsN / 2; ++i)
       o[c][i] = 0.0f;
-  RowState rows[4];
+  RowState rows[kHd];
 
   if (num_tiles > 0)
     sm90::mbarrier_wait(lay.q_full(), 0);
   for (int it = 0; it < num_tiles; ++it) {
     const int k0 = job.key_begin + it * kTileK;
     const u32 stage = lay.stage(it);
-    const u64 kv_desc = sm90::smem_desc_sw128(stage, kSlabBytes);
+    u64 kv_desc = sm90::smem_desc_sw128(stage, kSlabBytes);
     sm90::mbarrier_wait(lay.full(it % kStages), (it / kStages) & 1);
     sm90::fence_proxy_async(); // cp.async wrote through the generic proxy
 
-    float s[8] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    float s[kSRows / 2];
+#pragma unroll
+    for (int i = 0; i < kSRows / 2; ++i)
+      s[i] = 0.0f;
+    // Opaque each tile: ptxas would otherwise keep all 36 Q descriptors
+    // (72 registers) live across the loop.
+    u64 q_tile_desc = q_desc;
+    asm volatile("" : "+l"(q_tile_desc), "+l"(kv_desc));
     sm90::wgmma_fence();
 #pragma unroll
     for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks)
-        Wgmma16::ss<0>(s, kv_desc + (sl * kSlabBytes + ks * 32) / 16, q_desc + (sl * kQSlabBytes + ks * 32) / 16,
-                       sl + ks > 0);
+        WgmmaS::ss<0>(s, kv_desc + (sl * kSlabBytes + ks * 32) / 16,
+                      q_tile_desc + (sl * kQSlabBytes + ks * 32) / 16, sl + ks > 0);
     sm90::wgmma_commit();
     sm90::wgmma_wait<0>();
     sm90::fence_array(s);
 
     // Causal mask (q_len > 1, or keys past the item), then this warp's
-    // maxima of its 16 keys per q row, then every warp's.
+    // maxima of its 16 keys per q row, then the consumer's 4 warps'.
     if (k0 + kTileK > job.mask_from) {
 #pragma unroll
-      for (int e = 0; e < 8; ++e) {
+      for (int e = 0; e < kSRows / 2; ++e) {
         const int key = k0 + 16 * warp + group + 8 * (e % 4 / 2);
-        if (key >= job.row_end(job.row0 + q_row_of(2 * (e / 4) + e % 2, quad)))
+        // One query token: every row ends where the first does.
+        const int end = kQLen == 1 ? job.mask_from : job.row_end(job.row0 + srow0 + q_row_of(2 * (e / 4) + e % 2, quad));
+        if (key >= end)
           s[e] = kNegInf;
       }
     }
-    float m[4];
+    float m[kHd];
 #pragma unroll
-    for (int hd = 0; hd < 4; ++hd) {
+    for (int hd = 0; hd < kHd; ++hd) {
       const int e = 4 * (hd / 2) + hd % 2;
       m[hd] = max_float(s[e], s[e + 2]);
       m[hd] = max_float(m[hd], shfl_xor(m[hd], 4));
       m[hd] = max_float(m[hd], shfl_xor(m[hd], 8));
       m[hd] = max_float(m[hd], shfl_xor(m[hd], 16));
       if (group == 0)
-        lay.red_max[warp * 16 + q_row_of(hd, quad)] = m[hd];
+        red[warp * kSRows + q_row_of(hd, quad)] = m[hd];
     }
-    sm90::named_barrier_sync(1, 128); // maxima visible
-    float alpha[4], base[4];
+    sm90::named_barrier_sync(1 + consumer, 128); // maxima visible
+    float alpha[kHd], base[kHd];
 #pragma unroll
-    for (int hd = 0; hd < 4; ++hd) {
+    for (int hd = 0; hd < kHd; ++hd) {
       const int r = q_row_of(hd, quad);
-      const float tile_max = max_float(max_float(lay.red_max[r], lay.red_max[16 + r]),
-                                       max_float(lay.red_max[32 + r], lay.red_max[48 + r]));
+      const float tile_max = max_float(max_float(red[r], red[kSRows + r]),
+                                       max_float(red[2 * kSRows + r], red[3 * kSRows + r]));
       alpha[hd] = rows[hd].update(tile_max * job.unit, base[hd]);
     }
+    // The other consumer's products of the last tile must have read P.
+    if (kConsumers > 1 && it > 0)
+      sm90::named_barrier_sync(kBarPFree + 1 - consumer, kConsumerThreads);
     // P into its slab: element (q row r, key k) at row r, chunk k / 8,
     // 2-byte lane k % 8. Rows r and r + 1 (e and e + 1) share a key.
 #pragma unroll
-    for (int j = 0; j < 2; ++j) {
+    for (int j = 0; j < kSRows / 8; ++j) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int e = 4 * j + 2 * h;
@@ -1126,7 +1189,7 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
         const float p1 = exp2_approx(s[e + 1] * job.unit - base[2 * j + 1]);
         rows[2 * j].sum += p0;
         rows[2 * j + 1].sum += p1;
-        const int r = 8 * j + 2 * quad;
+        const int r = srow0 + 8 * j + 2 * quad;
         const int key = 16 * warp + group + 8 * h;
         const u32 at = swizzled(r, key / 8) + (key % 8) * 2;
         const u32 at1 = swizzled(r + 1, key / 8) + (key % 8) * 2;
@@ -1135,21 +1198,36 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
         store_shared_u16(lay.p + at1, packed >> 16);
         if (kFewKeys) {
           const u32 residue = rounding_residue<MmaElem>(p0, p1, packed);
-          store_shared_u16(lay.residue + at, residue & 0xffffu);
-          store_shared_u16(lay.residue + at1, residue >> 16);
+          store_shared_u16(lay.residue() + at, residue & 0xffffu);
+          store_shared_u16(lay.residue() + at1, residue >> 16);
         }
       }
     }
-    // Once the maxima settle, alpha is exactly 1 for the whole warp.
-    if (!all_lanes(alpha[0] == 1.0f && alpha[1] == 1.0f && alpha[2] == 1.0f && alpha[3] == 1.0f)) {
+    if (kConsumers > 1 && warp == 0 && group == 0) {
 #pragma unroll
-      for (int c = 0; c < kVSlabs; ++c)
-#pragma unroll
-        for (int e = 0; e < 8; ++e)
-          o[c][e] *= alpha[2 * (e / 4) + e % 2];
+      for (int hd = 0; hd < kHd; ++hd)
+        lay.alpha[srow0 + q_row_of(hd, quad)] = alpha[hd];
     }
     sm90::fence_proxy_async(); // P is read by wgmma (the async proxy)
-    sm90::named_barrier_sync(1, 128); // P visible
+    sync_consumers(kBarP);     // P (and alpha) visible
+
+    // O^T's columns are every row of the block: with one consumer, its own.
+    float o_alpha[kOHd];
+#pragma unroll
+    for (int hd = 0; hd < kOHd; ++hd)
+      o_alpha[hd] = kConsumers == 1 ? alpha[hd % kHd] : lay.alpha[q_row_of(hd, quad)];
+    bool settled = true;
+#pragma unroll
+    for (int hd = 0; hd < kOHd; ++hd)
+      settled = settled && o_alpha[hd] == 1.0f;
+    // Once the maxima settle, alpha is exactly 1 for the whole warp.
+    if (!all_lanes(settled)) {
+#pragma unroll
+      for (int c = 0; c < kOChunks; ++c)
+#pragma unroll
+        for (int e = 0; e < kRowsN / 2; ++e)
+          o[c][e] *= o_alpha[2 * (e / 4) + e % 2];
+    }
 
     sm90::fence_array(o); // O settles in its registers before the products
     sm90::wgmma_fence();
@@ -1159,50 +1237,63 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
 #pragma unroll
       for (int ks = 0; ks < kTileK / 16; ++ks)
 #pragma unroll
-        for (int c = 0; c < kVSlabs; ++c)
-          Wgmma16::ss<0, 1>(o[c], kv_desc + (c * kSlabBytes + ks * 16 * 128) / 16, b_desc + (ks * 32) / 16, 1);
+        for (int c = 0; c < kOChunks; ++c)
+          WgmmaO::ss<0, 1>(o[c], kv_desc + ((consumer * kOChunks + c) * kSlabBytes + ks * 16 * 128) / 16,
+                           b_desc + (ks * 32) / 16, 1);
     }
     sm90::wgmma_commit();
     sm90::wgmma_wait<0>();
     sm90::fence_array(o);
     if (lane == 0)
       sm90::mbarrier_arrive(lay.empty(it % kStages)); // the buffer may refill
+    if (kConsumers > 1 && it + 1 < num_tiles)
+      sm90::named_barrier_arrive(kBarPFree + consumer, kConsumerThreads);
   }
 
-  // Row sums: this thread's keys, the warp's, then every warp's in warp
-  // order (the result does not depend on timing).
+  // Row sums: this thread's keys, the warp's, then the consumer's warps in
+  // warp order (the result does not depend on timing). Every warp read the
+  // last tile's maxima before the last P barrier, so their slots are free.
 #pragma unroll
-  for (int hd = 0; hd < 4; ++hd) {
+  for (int hd = 0; hd < kHd; ++hd) {
     float sum = rows[hd].sum;
     sum += shfl_xor(sum, 4);
     sum += shfl_xor(sum, 8);
     sum += shfl_xor(sum, 16);
     if (group == 0)
-      lay.red_sum[warp * 16 + q_row_of(hd, quad)] = sum;
+      red[warp * kSRows + q_row_of(hd, quad)] = sum;
   }
-  sm90::named_barrier_sync(1, 128);
-  // O^T, normalised, through shared memory (a free stage buffer) so that
-  // each row is written in 16-byte pieces.
-  float *const staged = reinterpret_cast<float *>(out_staging);
+  sm90::named_barrier_sync(1 + consumer, 128);
+  if (warp == 0 && group == 0) {
 #pragma unroll
-  for (int hd = 0; hd < 4; ++hd) {
+    for (int hd = 0; hd < kHd; ++hd) {
+      const int r = q_row_of(hd, quad);
+      const float total = red[r] + red[kSRows + r] + red[2 * kSRows + r] + red[3 * kSRows + r];
+      lay.total[srow0 + r] = total;
+      if (is_real_row(job.row0 + srow0 + r))
+        output.store_lse(job.row0 + srow0 + r, rows[hd].lse(total));
+    }
+  }
+  // Row totals visible, and every product done: the stage buffers are free.
+  sync_consumers(kBarOut);
+  // O^T, normalised, through shared memory so that each row is written in
+  // 16-byte pieces.
+#pragma unroll
+  for (int hd = 0; hd < kOHd; ++hd) {
     const int r = q_row_of(hd, quad);
-    const float total = lay.red_sum[r] + lay.red_sum[16 + r] + lay.red_sum[32 + r] + lay.red_sum[48 + r];
-    const float scale = RowState::output_scale(total) * job.v_scale;
+    const float scale = RowState::output_scale(lay.total[r]) * job.v_scale;
     const int e0 = 4 * (hd / 2) + hd % 2;
 #pragma unroll
-    for (int c = 0; c < kVSlabs; ++c) {
-      staged[r * kOutStride + 64 * c + 16 * warp + group] = o[c][e0] * scale;
-      staged[r * kOutStride + 64 * c + 16 * warp + group + 8] = o[c][e0 + 2] * scale;
+    for (int c = 0; c < kOChunks; ++c) {
+      const int col = 64 * (consumer * kOChunks + c) + 16 * warp + group;
+      staged[r * kOutStride + col] = o[c][e0] * scale;
+      staged[r * kOutStride + col + 8] = o[c][e0 + 2] * scale;
     }
-    if (warp == 0 && group == 0 && is_real_row(job.row0 + r))
-      output.store_lse(job.row0 + r, rows[hd].lse(total));
   }
-  sm90::named_barrier_sync(1, 128);
-  const int tid = warp * 32 + lane;
+  sync_consumers(kBarOut);
+  const int tid = consumer * 128 + warp * 32 + lane;
 #pragma unroll
-  for (int i = 0; i < 16 * kHeadDimV / 4 / 128; ++i) {
-    const int idx = tid + 128 * i;
+  for (int i = 0; i < kRowsN * kHeadDimV / 4 / kConsumerThreads; ++i) {
+    const int idx = tid + kConsumerThreads * i;
     const int r = idx / (kHeadDimV / 4);
     const int col = idx % (kHeadDimV / 4) * 4;
     const int g = job.row0 + r;
@@ -1222,30 +1313,44 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
   lay.q = base;
   lay.kv = lay.q + kQBytes;
   lay.p = lay.kv + kStages * kStageBytes;
-  lay.residue = lay.p + kPBytes;
-  lay.red_max = reinterpret_cast<float *>(aligned + (lay.residue + kPBytes - base) / 2);
-  lay.red_sum = lay.red_max + 4 * 16;
-  lay.bars = lay.residue + kPBytes + 2 * 4 * 16 * 4;
+  lay.red = reinterpret_cast<float *>(aligned + (lay.p + kPBytes - base) / 2);
+  lay.alpha = lay.red + kConsumers * 4 * kSRows;
+  lay.total = lay.alpha + kRowsN;
+  lay.bars = lay.p + kPBytes + 4 * kRowFloats;
+  float *const staged = reinterpret_cast<float *>(aligned + (lay.kv - base) / 2);
 
   const int tid = thread_index();
   if (tid == 0) {
     sm90::mbarrier_init(lay.q_full(), 128);
     for (int st = 0; st < kStages; ++st) {
       sm90::mbarrier_init(lay.full(st), 128);
-      sm90::mbarrier_init(lay.empty(st), 4);
+      sm90::mbarrier_init(lay.empty(st), 4 * kConsumers);
     }
     sm90::mbarrier_init_fence();
   }
   block_barrier();
   const int num_tiles = ceil_div(job.block_end - job.key_begin, kTileK);
-  if (tid >= 128 && kCacheFP8)
-    produce_fp8(job, cache, q, q_token_stride, q_head_stride, lay, num_tiles, tid - 128);
-  else if (tid >= 128)
-    produce(job, cache, q, q_token_stride, q_head_stride, lay, num_tiles, tid - 128);
-  else if (num_tiles == 1)
-    consume<true>(job, output, lay, num_tiles, tid / 32, tid % 32, aligned + (lay.kv - base) / 2);
+  // Two consumers: the producer hands registers to them (O^T is 128 a
+  // thread). The block holds 168 a thread (65536 / 384, rounded down to 8):
+  // 48 + 2 x 224 <= 3 x 168, else setmaxnreg.inc waits forever.
+  if (tid >= kConsumerThreads) {
+    if (kConsumers > 1)
+      sm90::setmaxnreg_dec<48>();
+    if (kCacheFP8)
+      produce_fp8(job, cache, q, q_token_stride, q_head_stride, lay, num_tiles, tid - kConsumerThreads);
+    else
+      produce(job, cache, q, q_token_stride, q_head_stride, lay, num_tiles, tid - kConsumerThreads);
+    return;
+  }
+  if (kConsumers > 1)
+    sm90::setmaxnreg_inc<224>();
+  const int warp = tid / 32 % 4, lane = tid % 32;
+  if (tid >= 128) // the second consumer
+    num_tiles == 1 ? consume<true, kConsumers - 1>(job, output, lay, num_tiles, warp, lane, staged)
+                   : consume<false, kConsumers - 1>(job, output, lay, num_tiles, warp, lane, staged);
   else
-    consume<false>(job, output, lay, num_tiles, tid / 32, tid % 32, aligned + (lay.kv - base) / 2);
+    num_tiles == 1 ? consume<true, 0>(job, output, lay, num_tiles, warp, lane, staged)
+                   : consume<false, 0>(job, output, lay, num_tiles, warp, lane, staged);
 }
 
 } // namespace warpgroup_mma

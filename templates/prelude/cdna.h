@@ -25,6 +25,15 @@ MLAGEN_DEVICE int thread_index() { return (int)__builtin_amdgcn_workitem_id_x();
 MLAGEN_DEVICE int block_index_x() { return (int)__builtin_amdgcn_workgroup_id_x(); }
 MLAGEN_DEVICE int block_index_y() { return (int)__builtin_amdgcn_workgroup_id_y(); }
 MLAGEN_DEVICE int block_index_z() { return (int)__builtin_amdgcn_workgroup_id_z(); }
+// Blocks along x, from the dispatch packet (hsa_kernel_dispatch_packet_t:
+// workgroup_size_x, a u16 at byte 4; grid_size_x in work-items, a u32 at
+// byte 12).
+MLAGEN_DEVICE int grid_size_x() {
+  const unsigned char *packet = (const unsigned char *)__builtin_amdgcn_dispatch_ptr();
+  const unsigned block = *(const unsigned short *)(packet + 4);
+  const unsigned items = *(const unsigned *)(packet + 12);
+  return (int)((items + block - 1) / block);
+}
 // Same value in every lane of the wave; lets the compiler keep it in an SGPR.
 MLAGEN_DEVICE int wave_uniform(int v) { return __builtin_amdgcn_readfirstlane(v); }
 MLAGEN_DEVICE int lane_index() {

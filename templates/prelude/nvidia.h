@@ -9,6 +9,7 @@ MLAGEN_DEVICE int thread_index() { return (int)threadIdx.x; }
 MLAGEN_DEVICE int block_index_x() { return (int)blockIdx.x; }
 MLAGEN_DEVICE int block_index_y() { return (int)blockIdx.y; }
 MLAGEN_DEVICE int block_index_z() { return (int)blockIdx.z; }
+MLAGEN_DEVICE int grid_size_x() { return (int)gridDim.x; }
 MLAGEN_DEVICE void block_barrier() { __syncthreads(); }
 // Orders the shared-memory accesses of one warp's lanes (cp.async data
 // included, once each lane has waited for its own copies).
@@ -274,6 +275,8 @@ MLAGEN_DEVICE u64 smem_desc_sw128(u32 addr, u32 lbo) {
     "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
 #define MLAGEN_ACC8_0(d) MLAGEN_ACC8(d, 0)
 #define MLAGEN_DREGS16 "{%0, %1, %2, %3, %4, %5, %6, %7}"
+#define MLAGEN_ACC32(d) MLAGEN_ACC8(d, 0), MLAGEN_ACC8(d, 8)
+#define MLAGEN_DREGS32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
 #define MLAGEN_ACC64(d) MLAGEN_ACC8(d, 0), MLAGEN_ACC8(d, 8), MLAGEN_ACC8(d, 16), MLAGEN_ACC8(d, 24)
 #define MLAGEN_DREGS64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
 #define MLAGEN_ACC96(d) MLAGEN_ACC8(d, 0), MLAGEN_ACC8(d, 8), MLAGEN_ACC8(d, 16), MLAGEN_ACC8(d, 24), MLAGEN_ACC8(d, 32), MLAGEN_ACC8(d, 40)
@@ -310,6 +313,8 @@ struct Wgmma;
   };
 MLAGEN_WGMMA(bf16, "bf16", 16, MLAGEN_ACC8_0, MLAGEN_DREGS16, "8", "9", "10", "11", "12", "13", "14")
 MLAGEN_WGMMA(fp16, "f16", 16, MLAGEN_ACC8_0, MLAGEN_DREGS16, "8", "9", "10", "11", "12", "13", "14")
+MLAGEN_WGMMA(bf16, "bf16", 32, MLAGEN_ACC32, MLAGEN_DREGS32, "16", "17", "18", "19", "20", "21", "22")
+MLAGEN_WGMMA(fp16, "f16", 32, MLAGEN_ACC32, MLAGEN_DREGS32, "16", "17", "18", "19", "20", "21", "22")
 MLAGEN_WGMMA(bf16, "bf16", 64, MLAGEN_ACC64, MLAGEN_DREGS64, "32", "33", "34", "35", "36", "37", "38")
 MLAGEN_WGMMA(fp16, "f16", 64, MLAGEN_ACC64, MLAGEN_DREGS64, "32", "33", "34", "35", "36", "37", "38")
 MLAGEN_WGMMA(bf16, "bf16", 96, MLAGEN_ACC96, MLAGEN_DREGS96, "48", "49", "50", "51", "52", "53", "54")

@@ -16,7 +16,7 @@ mla.decode @fp8_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1
 // SM90A-NEXT: constexpr bool kQueryFP8 = false;
 // SM90A:      constexpr int kNumWarps = 8;
 // SM90A:      constexpr int kStages = 2;
-// SM90A-NEXT: constexpr int kSharedBytes = 173824;
+// SM90A-NEXT: constexpr int kSharedBytes = 169384;
 // The prelude converts in hardware; the kernel reads kv_scale from the
 // parameter block.
 // SM90A:      cvt.rn.f16x2.e4m3x2

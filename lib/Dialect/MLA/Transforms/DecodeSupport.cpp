@@ -43,11 +43,27 @@ LogicalResult mlagen::mla::checkDecodeSupported(DecodeOp op) {
   return success();
 }
 
+bool mlagen::mla::isWarpgroupDecode(DecodeOp op, DecodeTilingAttr tiling,
+                                    const TargetInfo &target) {
+  const int32_t rows = tiling.getHeadsPerBlock(), warps = tiling.getWarps();
+  return target.arch == Arch::SM90A && tiling.getTileK() == 64 &&
+         tiling.getStages() >= 2 &&
+         ((rows <= 32 && warps == 8) ||
+          (rows == 64 && warps == 12 && op.getKvType() != DType::F8E4M3));
+}
+
 int64_t mlagen::mla::getDecodeSharedBytes(DecodeOp op, DecodeTilingAttr tiling,
                                           const TargetInfo &target) {
   const int64_t rows = tiling.getHeadsPerBlock(), tileK = tiling.getTileK();
   const int64_t stages = tiling.getStages(), warps = tiling.getWarps();
   const int64_t dqk = op.getQkHeadDim();
+  if (isWarpgroupDecode(op, tiling, target)) {
+    // 1024 bytes of alignment slack, Q, the stages and P as 16-bit in
+    // unpadded swizzled rows, per-warp row maxima of each consumer, alpha
+    // and row totals (6 floats a row), q_full and full/empty per stage.
+    return 1024 + 2 * (rows * dqk + stages * tileK * dqk + rows * tileK) +
+           4 * 6 * rows + 8 * (1 + 2 * stages);
+  }
   if (isCDNA(target.arch)) {
     // Q stays in registers; rows are padded by the elements a lane holds
     // of one MFMA operand row (MFMA depth / 4), keys grouped by 16.
@@ -79,11 +95,16 @@ LogicalResult mlagen::mla::checkDecodeTiling(DecodeOp op,
   // The reduce gives each q row 128 threads; the V columns split evenly
   // over warps in 16-column MMA tiles; row tiles and warps are powers of
   // two so the score tile splits evenly too.
-  if (threads % 128 != 0 || llvm::popcount(uint32_t(warps)) != 1 || warps > 32)
+  // sm_90a's 64-row wgmma kernel has 12 (two consumer warpgroups and a
+  // producer).
+  if (!isWarpgroupDecode(op, tiling, target) &&
+      (threads % 128 != 0 || llvm::popcount(uint32_t(warps)) != 1 ||
+       warps > 32))
     return op.emitOpError()
            << "'tiling' warps (" << warps
            << ") must be a power of two up to 32 giving a multiple of 128 "
-              "threads";
+              "threads (or 12 for sm_90a's wgmma kernel: 64 rows, tile_k "
+              "64, a 16-bit cache)";
   // Whole 16-row MMA tiles, a power of two of them that the warps split
   // evenly; the kernel is built and checked for 1, 2 and 4.
   const int32_t headsPerBlock = tiling.getHeadsPerBlock();

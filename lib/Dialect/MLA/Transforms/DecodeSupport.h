@@ -18,10 +18,18 @@ inline constexpr llvm::StringLiteral kDecodeReduceEntry =
 /// these first; prepare-emission repeats the check.
 mlir::LogicalResult checkDecodeSupported(DecodeOp op);
 
+/// Whether `tiling` selects sm_90a's warp-specialised wgmma kernel
+/// (mla_decode.hip's kWarpgroupDecode): 64-key tiles, two or more stages,
+/// and 8 warps for 16 or 32 rows a block, or 12 warps (two consumer
+/// warpgroups) for 64 rows of a 16-bit cache.
+bool isWarpgroupDecode(DecodeOp op, DecodeTilingAttr tiling,
+                       const TargetInfo &target);
+
 /// Dynamic shared memory mlagen_decode uses with `tiling` on `target`, by
-/// the formula of DECODE_CONTRACT.md: the kernel's tiles (a Q tile on
-/// NVIDIA, `stages` KV tiles, two P tiles, all 16-bit with padded rows)
-/// plus fp32 row maxima per key granule and row sums per warp.
+/// the formula of DECODE_CONTRACT.md: the wgmma kernel's exact bytes, else
+/// the kernel's tiles (a Q tile on NVIDIA, `stages` KV tiles, two P tiles,
+/// all 16-bit with padded rows) plus fp32 row maxima per key granule and
+/// row sums per warp.
 int64_t getDecodeSharedBytes(DecodeOp op, DecodeTilingAttr tiling,
                              const TargetInfo &target);
 

@@ -136,15 +136,16 @@ LogicalResult selectDecodeTiling(DecodeOp op, std::optional<Arch> defaultArch) {
   };
   auto sharedBytes = [&] { return getDecodeSharedBytes(op, tiling(), target); };
   auto fits = [&] { return sharedBytes() <= target.sharedBytesLimit; };
-  // sm_90a, blocks of 16 q rows: the warp-specialised wgmma kernel
-  // (templates/kernels/mla_decode.hip, warpgroup_mma), selected by 64-key
-  // tiles, 8 warps (a producer and a consumer warpgroup) and two stages; an
-  // fp8 cache too (its producer converts to fp16 on the way). Shared bytes
-  // keep the padded formula, an upper bound of what it uses.
-  if (*arch == Arch::SM90A && headsPerBlock == 16 &&
-      pinnedTileK.value_or(64) == 64) {
+  // sm_90a: the warp-specialised wgmma kernel (templates/kernels/
+  // mla_decode.hip, warpgroup_mma), selected by 64-key tiles, two stages
+  // and a producer warpgroup beside one consumer warpgroup (16 or 32 rows:
+  // 8 warps; an fp8 cache too, its producer converting to fp16 on the way)
+  // or two (64 rows of a 16-bit cache: 12 warps).
+  const bool fp8Cache = op.getKvType() == DType::F8E4M3;
+  if (*arch == Arch::SM90A && pinnedTileK.value_or(64) == 64 &&
+      (headsPerBlock <= 32 || !fp8Cache)) {
     tileK = 64;
-    warps = 8;
+    warps = headsPerBlock == 64 ? 12 : 8;
     stages = 2;
     if (fits()) {
       op.setArchAttr(ArchAttr::get(ctx, *arch));
@@ -164,7 +165,7 @@ LogicalResult selectDecodeTiling(DecodeOp op, std::optional<Arch> defaultArch) {
     // An fp8 cache streams through registers on NVIDIA too (loads of the
     // next tile in flight during this one's math), so one bf16 tile
     // suffices: 16-row blocks then fit twice on an SM.
-    if (op.getKvType() == DType::F8E4M3 && !isCDNA(*arch))
+    if (fp8Cache && !isCDNA(*arch))
       stages = 1;
     while (!fits() && !pinnedTileK && tileK > tileKStep)
       tileK -= tileKStep;
