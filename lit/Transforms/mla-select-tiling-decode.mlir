@@ -15,10 +15,10 @@
 // 128 heads: 64 rows a block.
 // CHECK-LABEL: mla.decode @sm_90a_tp1
 //  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 64, tile_k = 64, warps = 12, wave_size = 32, stages = 2>,
-// An fp8 cache at 64 rows stays on mma.sync (the two-consumer kernel's
-// producer has no registers to convert through): one stage of 48 keys.
+// An fp8 cache at 64 rows takes 32-row blocks of the one-consumer kernel
+// (the two-consumer kernel's producer has no registers to convert through).
 // CHECK-LABEL: mla.decode @sm_90a_tp1_fp8
-//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 64, tile_k = 48, warps = 8, wave_size = 32, stages = 1>,
+//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 32, tile_k = 64, warps = 8, wave_size = 32, stages = 2>,
 // 4 tokens x 16 heads = 64 rows.
 // CHECK-LABEL: mla.decode @sm_90a_mtp
 //  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 64, tile_k = 64, warps = 12, wave_size = 32, stages = 2>,
