@@ -132,6 +132,50 @@ def _current_stream(stream):
 _DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16"}
 
 
+def _check_paged_kv_copy(f, dtype, rows, k_cache, v_cache, k_scale, v_scale, scale_rule):
+    """The tensors of a copy between token rows and a paged GQA cache
+    (reshape_and_cache, gather_cache) for kernel fields `f`: `rows`, (name,
+    tensor) pairs of [tokens, hkv, v] in `dtype`; the caches [num_blocks,
+    page, hkv, v] in the kernel's kv dtype (fp8: float8_e4m3fn, or fnuz on
+    gfx942, or uint8) with one float32 device scale each. Returns the
+    scales' pointers (None for a 16-bit cache); `scale_rule` ("... {}" with
+    the scale's name) says what a scale means."""
+    import torch
+    heads, dim, page = int(f["hkv"]), int(f["v"]), int(f["page"])
+    fp8 = f["kv"] == "fp8e4m3"
+    for name, t in rows:
+        _check_device_tensor(name, t, dtype, 3, dim)
+        if t.shape[1] != heads:
+            raise ValueError(f"{name} must be [tokens, hkv={heads}, v={dim}], got shape "
+                             f"{tuple(t.shape)}")
+    if fp8:
+        wrong = "float8_e4m3fn" if f.get("arch") == "gfx942" else "float8_e4m3fnuz"
+        allowed = tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e4m3fnuz")
+                        if hasattr(torch, n) and n != wrong) + (torch.uint8,)
+    else:
+        allowed = (dtype,)
+    for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+        if t.dtype not in allowed:
+            raise ValueError(f"{name} must be {' or '.join(map(str, allowed))} (the "
+                             f"kernel's), got {t.dtype}")
+        _check_device_tensor(name, t, None, 4, dim, align=8 if fp8 else 16)
+        if t.shape[1] != page or t.shape[2] != heads:
+            raise ValueError(f"{name} must be [num_blocks, page={page}, hkv={heads}, "
+                             f"v={dim}], got shape {tuple(t.shape)}")
+    scales = [None, None]
+    if fp8:
+        for i, (name, scale) in enumerate((("k_scale", k_scale), ("v_scale", v_scale))):
+            if scale is None:
+                raise ValueError(f"{name} is required for an fp8 cache: a float32 device "
+                                 f"tensor of one element ({scale_rule.format(name)})")
+            scale = as_tensor(scale, name)
+            _check_device_tensor(name, scale, torch.float32, None, None, align=4)
+            if scale.numel() != 1:
+                raise ValueError(f"{name} must hold one element, got {scale.numel()}")
+            scales[i] = scale.data_ptr()
+    return scales
+
+
 def as_tensor(obj, name="tensor"):
     """A torch tensor viewing `obj` without a copy: a torch tensor as is,
     anything with __dlpack__ (CuPy, JAX, NumPy, ...) through torch.from_dlpack.
@@ -481,42 +525,12 @@ class Kernel:
         if f["op"] != "reshape_and_cache":
             raise ValueError(f"reshape_and_cache() needs a reshape_and_cache kernel, "
                              f"not {f['op']}")
-        heads, dim, page = int(f["hkv"]), int(f["v"]), int(f["page"])
-        fp8 = f["kv"] == "fp8e4m3"
         dtype = getattr(torch, _DTYPE_NAMES[f.get("in", f["kv"])])
         key, value, k_cache, v_cache = (as_tensor(t, n) for t, n in (
             (key, "key"), (value, "value"), (k_cache, "k_cache"), (v_cache, "v_cache")))
         slot_mapping = as_tensor(slot_mapping, "slot_mapping")
-        for name, t in (("key", key), ("value", value)):
-            _check_device_tensor(name, t, dtype, 3, dim)
-            if t.shape[1] != heads:
-                raise ValueError(f"{name} must be [tokens, hkv={heads}, v={dim}], got shape "
-                                 f"{tuple(t.shape)}")
-        if fp8:
-            wrong = "float8_e4m3fn" if f.get("arch") == "gfx942" else "float8_e4m3fnuz"
-            allowed = tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e4m3fnuz")
-                            if hasattr(torch, n) and n != wrong) + (torch.uint8,)
-        else:
-            allowed = (dtype,)
-        for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
-            if t.dtype not in allowed:
-                raise ValueError(f"{name} must be {' or '.join(map(str, allowed))} (the "
-                                 f"kernel's), got {t.dtype}")
-            _check_device_tensor(name, t, None, 4, dim, align=8 if fp8 else 16)
-            if t.shape[1] != page or t.shape[2] != heads:
-                raise ValueError(f"{name} must be [num_blocks, page={page}, hkv={heads}, "
-                                 f"v={dim}], got shape {tuple(t.shape)}")
-        scales = [None, None]
-        if fp8:
-            for i, (name, scale) in enumerate((("k_scale", k_scale), ("v_scale", v_scale))):
-                if scale is None:
-                    raise ValueError(f"{name} is required for an fp8 cache: a float32 device "
-                                     f"tensor of one element (stored = x / {name})")
-                scale = as_tensor(scale, name)
-                _check_device_tensor(name, scale, torch.float32, None, None, align=4)
-                if scale.numel() != 1:
-                    raise ValueError(f"{name} must hold one element, got {scale.numel()}")
-                scales[i] = scale.data_ptr()
+        scales = _check_paged_kv_copy(f, dtype, (("key", key), ("value", value)), k_cache,
+                                      v_cache, k_scale, v_scale, "stored = x / {}")
         if slot_mapping.dtype not in (torch.int32, torch.int64):
             raise ValueError(f"slot_mapping must be int32 or int64, got {slot_mapping.dtype}")
         _check_device_tensor("slot_mapping", slot_mapping, slot_mapping.dtype, 1,
@@ -555,42 +569,12 @@ class Kernel:
         f = self.fields
         if f["op"] != "gather_cache":
             raise ValueError(f"gather_cache() needs a gather_cache kernel, not {f['op']}")
-        heads, dim, page = int(f["hkv"]), int(f["v"]), int(f["page"])
-        fp8 = f["kv"] == "fp8e4m3"
         dtype = getattr(torch, _DTYPE_NAMES[f.get("out", f["kv"])])
         k_cache, v_cache, out_k, out_v = (as_tensor(t, n) for t, n in (
             (k_cache, "k_cache"), (v_cache, "v_cache"), (out_k, "out_k"), (out_v, "out_v")))
         slots = as_tensor(slots, "slots")
-        for name, t in (("out_k", out_k), ("out_v", out_v)):
-            _check_device_tensor(name, t, dtype, 3, dim)
-            if t.shape[1] != heads:
-                raise ValueError(f"{name} must be [tokens, hkv={heads}, v={dim}], got shape "
-                                 f"{tuple(t.shape)}")
-        if fp8:
-            wrong = "float8_e4m3fn" if f.get("arch") == "gfx942" else "float8_e4m3fnuz"
-            allowed = tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e4m3fnuz")
-                            if hasattr(torch, n) and n != wrong) + (torch.uint8,)
-        else:
-            allowed = (dtype,)
-        for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
-            if t.dtype not in allowed:
-                raise ValueError(f"{name} must be {' or '.join(map(str, allowed))} (the "
-                                 f"kernel's), got {t.dtype}")
-            _check_device_tensor(name, t, None, 4, dim, align=8 if fp8 else 16)
-            if t.shape[1] != page or t.shape[2] != heads:
-                raise ValueError(f"{name} must be [num_blocks, page={page}, hkv={heads}, "
-                                 f"v={dim}], got shape {tuple(t.shape)}")
-        scales = [None, None]
-        if fp8:
-            for i, (name, scale) in enumerate((("k_scale", k_scale), ("v_scale", v_scale))):
-                if scale is None:
-                    raise ValueError(f"{name} is required for an fp8 cache: a float32 device "
-                                     f"tensor of one element (value = stored * {name})")
-                scale = as_tensor(scale, name)
-                _check_device_tensor(name, scale, torch.float32, None, None, align=4)
-                if scale.numel() != 1:
-                    raise ValueError(f"{name} must hold one element, got {scale.numel()}")
-                scales[i] = scale.data_ptr()
+        scales = _check_paged_kv_copy(f, dtype, (("out_k", out_k), ("out_v", out_v)), k_cache,
+                                      v_cache, k_scale, v_scale, "value = stored * {}")
         if slots.dtype not in (torch.int32, torch.int64):
             raise ValueError(f"slots must be int32 or int64, got {slots.dtype}")
         _check_device_tensor("slots", slots, slots.dtype, 1, align=slots.element_size())

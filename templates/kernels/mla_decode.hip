@@ -1120,7 +1120,7 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
   for (int it = 0; it < num_tiles; ++it) {
     const int k0 = job.key_begin + it * kTileK;
     const u32 stage = lay.stage(it);
-    u64 kv_desc = sm90::smem_desc_sw128(stage, kSlabBytes);
+    const u64 kv_desc = sm90::smem_desc_sw128(stage, kSlabBytes);
     sm90::mbarrier_wait(lay.full(it % kStages), (it / kStages) & 1);
     sm90::fence_proxy_async(); // cp.async wrote through the generic proxy
 
@@ -1128,17 +1128,13 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
 #pragma unroll
     for (int i = 0; i < kSRows / 2; ++i)
       s[i] = 0.0f;
-    // Opaque each tile: ptxas would otherwise keep all 36 Q descriptors
-    // (72 registers) live across the loop.
-    u64 q_tile_desc = q_desc;
-    asm volatile("" : "+l"(q_tile_desc), "+l"(kv_desc));
     sm90::wgmma_fence();
 #pragma unroll
     for (int sl = 0; sl < kSlabs; ++sl)
 #pragma unroll
       for (int ks = 0; ks < 4; ++ks)
-        WgmmaS::ss<0>(s, kv_desc + (sl * kSlabBytes + ks * 32) / 16,
-                      q_tile_desc + (sl * kQSlabBytes + ks * 32) / 16, sl + ks > 0);
+        WgmmaS::ss<0>(s, kv_desc + (sl * kSlabBytes + ks * 32) / 16, q_desc + (sl * kQSlabBytes + ks * 32) / 16,
+                      sl + ks > 0);
     sm90::wgmma_commit();
     sm90::wgmma_wait<0>();
     sm90::fence_array(s);
