@@ -30,7 +30,9 @@
 
 namespace mlagen {
 
-inline constexpr int kBundleFormatVersion = 2;
+// 3: decode kernels wait for the previous grid (griddepcontrol.wait) and
+// are launched early on sm_90; a format-2 kernel would race.
+inline constexpr int kBundleFormatVersion = 3;
 
 struct BundleKernelRecord {
   Signature signature;

@@ -10,11 +10,21 @@
 #include "DriverAPI.h"
 #include "DynamicLibrary.h"
 
+#include <cstdlib>
+#include <string>
+
 namespace mlagen {
 namespace {
 
 // Kernels may use 48 KiB of dynamic shared memory without opting in.
 constexpr int kDefaultSharedBytes = 48 * 1024;
+
+// MLAGEN_EARLY_START=0 launches every kernel after the previous one has
+// finished (for profilers, or to rule programmatic dependent launch out).
+bool earlyStartDisabled() {
+  const char *text = std::getenv("MLAGEN_EARLY_START");
+  return text && std::string(text) == "0";
+}
 
 // "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)"
 std::string describeError(const cu::API &api, cu::Result rc) {
@@ -31,7 +41,9 @@ public:
               cu::Context context, Arch arch, std::string name,
               int maxSharedBytes)
       : api_(api), ordinal_(ordinal), device_(device), context_(context),
-        arch_(arch), name_(std::move(name)), maxSharedBytes_(maxSharedBytes) {}
+        arch_(arch), name_(std::move(name)), maxSharedBytes_(maxSharedBytes),
+        earlyStart_(arch == Arch::SM90A && api.launchKernelEx &&
+                    !earlyStartDisabled()) {}
 
   ~CudaBackend() override { api_.devicePrimaryCtxRelease(device_); }
 
@@ -89,6 +101,18 @@ public:
   Status launch(const DeviceFunction &function, const LaunchGeometry &g,
                 void *stream, void **params) override {
     ContextScope scope(api_, context_);
+    if (g.earlyStart && earlyStart_) {
+      cu::LaunchAttribute attribute = {};
+      attribute.id = cu::kLaunchAttributeProgrammaticStreamSerialization;
+      attribute.value.programmaticStreamSerializationAllowed = 1;
+      const cu::LaunchConfig config = {
+          g.grid[0], g.grid[1], g.grid[2], g.threadsPerBlock, 1, 1,
+          g.sharedBytes, stream, &attribute, 1};
+      if (cu::Result rc =
+              api_.launchKernelEx(&config, function.function, params, nullptr))
+        return error("cuLaunchKernelEx", rc);
+      return Status::ok();
+    }
     if (cu::Result rc = api_.launchKernel(
             function.function, g.grid[0], g.grid[1], g.grid[2],
             g.threadsPerBlock, 1, 1, g.sharedBytes, stream, params, nullptr))
@@ -169,6 +193,7 @@ private:
   Arch arch_;
   std::string name_;
   int maxSharedBytes_;
+  bool earlyStart_; // LaunchGeometry::earlyStart is honoured
 };
 
 Status bindDriver(const DynamicLibrary &lib, cu::API &api) {
@@ -200,6 +225,8 @@ Status bindDriver(const DynamicLibrary &lib, cu::API &api) {
        })
     if (!status)
       return status;
+  api.launchKernelEx = reinterpret_cast<decltype(api.launchKernelEx)>(
+      lib.lookup("cuLaunchKernelEx"));
   return Status::ok();
 }
 

@@ -190,6 +190,10 @@ Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
   out.reduce.grid[2] = 1;
   out.reduce.threadsPerBlock = static_cast<unsigned>(reduce.threadsPerBlock);
   out.reduce.sharedBytes = static_cast<unsigned>(reduce.sharedBytes);
+  // Both kernels wait for the previous grid before touching memory, so
+  // each may be scheduled while its predecessor finishes (sm_90).
+  out.decode.earlyStart = true;
+  out.reduce.earlyStart = true;
   return Status::ok();
 }
 

@@ -34,6 +34,12 @@ struct LaunchGeometry {
   unsigned grid[3] = {1, 1, 1};
   unsigned threadsPerBlock = 0;
   unsigned sharedBytes = 0;
+  // Programmatic dependent launch (sm_90): the kernel's blocks may start
+  // before the previous kernel in the stream has finished, which hides the
+  // launch gap between the two. The kernel must call grid_dependency_wait()
+  // (prelude) before it touches global memory. Other backends, and drivers
+  // without cuLaunchKernelEx, launch as usual.
+  bool earlyStart = false;
 };
 
 class DeviceBackend {

@@ -29,6 +29,27 @@ enum : int {
   kAttributeComputeCapabilityMinor = 76,
   kAttributeMaxSharedMemoryPerBlockOptin = 97,
   kFunctionAttributeMaxDynamicSharedSizeBytes = 8,
+  kLaunchAttributeProgrammaticStreamSerialization = 6,
+};
+
+// cuLaunchKernelEx's configuration (CUDA >= 12.0), for programmatic
+// dependent launch: one attribute whose value is an int.
+struct LaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int programmaticStreamSerializationAllowed;
+    void *align;
+  } value;
+};
+struct LaunchConfig {
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  Stream stream;
+  LaunchAttribute *attrs;
+  unsigned numAttrs;
 };
 
 // Member order follows the symbol table in CudaBackend.cpp.
@@ -59,6 +80,9 @@ struct API {
   Result (*memcpyDtoH)(void *dst, DevicePtr src, size_t bytes);
   Result (*getErrorName)(Result error, const char **name);
   Result (*getErrorString)(Result error, const char **text);
+  // Optional (null on drivers before CUDA 12.0): looked up, not bound.
+  Result (*launchKernelEx)(const LaunchConfig *config, Function function,
+                           void **params, void **extra);
 };
 } // namespace cu
 

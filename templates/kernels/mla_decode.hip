@@ -1679,6 +1679,11 @@ extern "C" __global__ void MLAGEN_DECODE_LAUNCH_BOUNDS mlagen_decode(mlagen_deco
   using namespace mlagen::decode;
   extern __shared__ __attribute__((aligned(16))) u16 mlagen_smem[];
 
+  // Launched early (DECODE_CONTRACT.md): the previous kernel may still be
+  // writing q, the cache or the plan. The reduce may be scheduled now: it
+  // waits for this grid to finish.
+  grid_dependency_wait();
+  allow_next_kernel();
   Job job;
   if (!load_job(p, job))
     return;
@@ -1713,6 +1718,8 @@ extern "C" __global__ void __launch_bounds__(mlagen_config::kThreads)
   using namespace mlagen;
   using namespace mlagen::decode;
   constexpr int kRowsPerBlock = kThreads / 128;
+  grid_dependency_wait(); // launched early: mlagen_decode may still run
+  allow_next_kernel();
   const int b = block_index_x();
   const int first_slot = p.merge[2 * b];
   const int num_slots = p.merge[2 * b + 1];

@@ -840,6 +840,9 @@ extern "C" __global__ void __launch_bounds__(mlagen_config::kThreads)
   // Consecutive blocks take the kv heads (and row blocks) of one work item,
   // so the blocks running together read whole token rows of the cache
   // (all heads of a key are adjacent) rather than one head's slice of many.
+  // Launched early (PAGED_DECODE_CONTRACT.md): wait for the previous kernel.
+  grid_dependency_wait();
+  allow_next_kernel();
   const int item_index = block_index_x() / kBlocksPerItem;
   const int head_block = block_index_x() % kBlocksPerItem;
   if (item_index >= p.num_work[0])
@@ -864,6 +867,8 @@ extern "C" __global__ void __launch_bounds__(mlagen_config::kReduceThreads)
   using namespace mlagen::paged_decode;
   constexpr int kRows = kQLen * kNumQHeads;
   constexpr int kRowThreads = kReduceThreads / kReduceRowsPerBlock;
+  grid_dependency_wait(); // launched early: mlagen_paged_decode may still run
+  allow_next_kernel();
   const int b = block_index_x();
   const int first = p.merge[2 * b], count = p.merge[2 * b + 1];
   const int row = block_index_y() * kReduceRowsPerBlock + thread_index() / kRowThreads;

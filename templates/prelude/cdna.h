@@ -47,6 +47,10 @@ MLAGEN_DEVICE void block_barrier() {
   __builtin_amdgcn_s_barrier();
   __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
 }
+// NVIDIA's programmatic dependent launch has no CDNA counterpart: kernels
+// start after the previous one has finished (prelude/nvidia.h).
+MLAGEN_DEVICE void grid_dependency_wait() {}
+MLAGEN_DEVICE void allow_next_kernel() {}
 
 MLAGEN_DEVICE float shfl_xor(float v, int lane_mask) {
   int source = (lane_index() ^ lane_mask) << 2;

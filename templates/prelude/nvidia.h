@@ -11,6 +11,22 @@ MLAGEN_DEVICE int block_index_y() { return (int)blockIdx.y; }
 MLAGEN_DEVICE int block_index_z() { return (int)blockIdx.z; }
 MLAGEN_DEVICE int grid_size_x() { return (int)gridDim.x; }
 MLAGEN_DEVICE void block_barrier() { __syncthreads(); }
+// Programmatic dependent launch (sm_90; the runtime's early-start launches):
+// a kernel's blocks may start while the previous kernel in the stream still
+// runs. grid_dependency_wait() returns once that kernel has finished and its
+// writes are visible, so it comes before any global memory access;
+// allow_next_kernel() lets the next early-start kernel's blocks be scheduled
+// (they wait in turn). Both are no-ops on a normal launch and before sm_90.
+MLAGEN_DEVICE void grid_dependency_wait() {
+#if MLAGEN_ARCH_SM90A
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+MLAGEN_DEVICE void allow_next_kernel() {
+#if MLAGEN_ARCH_SM90A
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 // Orders the shared-memory accesses of one warp's lanes (cp.async data
 // included, once each lane has waited for its own copies).
 MLAGEN_DEVICE void warp_barrier() { __syncwarp(); }

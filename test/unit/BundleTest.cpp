@@ -284,18 +284,20 @@ TEST_CASE("a bundle of another manifest format is skipped with the reason",
   ScratchDirectory bundle;
   buildTestBundle(arch, bundle.path());
   editManifest(bundle.path(),
-               [](nlohmann::json &manifest) { manifest["format"] = 1; });
+               [](nlohmann::json &manifest) { manifest["format"] = 2; });
   std::shared_ptr<const PrebuiltKernels> opened;
   Status status = openBundle(bundle.path(), nullptr, opened);
   CHECK(status.code() == StatusCode::Unsupported);
-  CHECK_THAT(status.message(), Catch::Contains("manifest format 1") &&
-                                   Catch::Contains("format 2"));
+  CHECK_THAT(status.message(),
+             Catch::Contains("manifest format 2") &&
+                 Catch::Contains("format " +
+                                 std::to_string(kBundleFormatVersion)));
 
   WarningLog warnings;
   std::unique_ptr<Runtime> runtime;
   REQUIRE(makeRuntime({nullptr, {bundle.path()}}, warnings, runtime));
   REQUIRE(warnings.count() == 1);
-  CHECK_THAT(warnings.messages()[0], Catch::Contains("manifest format 1") &&
+  CHECK_THAT(warnings.messages()[0], Catch::Contains("manifest format 2") &&
                                          Catch::Contains("skipping it"));
 }
 

@@ -8,6 +8,7 @@
 #include "ABICompatible.h"
 #include "DriverAPI.h"
 
+#include <cstddef>
 #include <cuda.h>
 #include <nvrtc.h>
 
@@ -44,6 +45,7 @@ CHECK_ABI(memcpyHtoD, cuMemcpyHtoD_v2);
 CHECK_ABI(memcpyDtoH, cuMemcpyDtoH_v2);
 CHECK_ABI(getErrorName, cuGetErrorName);
 CHECK_ABI(getErrorString, cuGetErrorString);
+CHECK_ABI(launchKernelEx, cuLaunchKernelEx);
 
 static_assert(int(cu::kErrorNoDevice) == int(CUDA_ERROR_NO_DEVICE));
 static_assert(int(cu::kAttributeComputeCapabilityMajor) ==
@@ -55,6 +57,18 @@ static_assert(int(cu::kAttributeMaxSharedMemoryPerBlockOptin) ==
 static_assert(int(cu::kFunctionAttributeMaxDynamicSharedSizeBytes) ==
               int(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES));
 static_assert(sizeof(cu::DevicePtr) == sizeof(CUdeviceptr));
+static_assert(int(cu::kLaunchAttributeProgrammaticStreamSerialization) ==
+              int(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION));
+static_assert(sizeof(cu::LaunchAttribute) == sizeof(CUlaunchAttribute));
+static_assert(offsetof(cu::LaunchAttribute, value) ==
+              offsetof(CUlaunchAttribute, value));
+static_assert(sizeof(cu::LaunchConfig) == sizeof(CUlaunchConfig));
+static_assert(offsetof(cu::LaunchConfig, stream) ==
+              offsetof(CUlaunchConfig, hStream));
+static_assert(offsetof(cu::LaunchConfig, attrs) ==
+              offsetof(CUlaunchConfig, attrs));
+static_assert(offsetof(cu::LaunchConfig, numAttrs) ==
+              offsetof(CUlaunchConfig, numAttrs));
 } // namespace cuda_check
 
 namespace nvrtc_check {

@@ -430,6 +430,9 @@ TEST_CASE("decode grids follow q_len, padded heads and rows per block",
   CHECK(fake.log->launches[0].geometry.grid[0] == 4u + 100u);
   CHECK(fake.log->launches[0].geometry.grid[1] == 1);  // 64 rows / 64
   CHECK(fake.log->launches[1].geometry.grid[1] == 16); // 64 rows / 4
+  // Both kernels wait for their predecessor, so both may start early.
+  CHECK(fake.log->launches[0].geometry.earlyStart);
+  CHECK(fake.log->launches[1].geometry.earlyStart);
   // Contiguous strides are the caller's tensors: 8 heads.
   CHECK(fake.log->launches[0].params.q_token_stride == 8 * 576);
   CHECK(fake.log->launches[0].params.q_batch_stride == 4 * 8 * 576);

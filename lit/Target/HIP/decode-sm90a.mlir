@@ -34,7 +34,14 @@ mla.decode @deepseek_v3_tp1_mtp qk_head_dim = 576, v_head_dim = 512, q_heads = 1
 // The NVIDIA prelude is in, the CDNA one is not, and both kernels follow.
 // CHECK-NOT:  MLAGEN_TARGET_CDNA
 // CHECK:      mma.sync
+// CHECK:      griddepcontrol.wait
+// Both kernels wait for the previous grid before touching memory: the
+// runtime launches them early (programmatic dependent launch).
 // CHECK:      mlagen_decode(mlagen_decode_params p)
+// CHECK-NOT:  p.
+// CHECK:      grid_dependency_wait();
 // CHECK:      mlagen_decode_reduce(mlagen_decode_params p)
+// CHECK-NOT:  p.
+// CHECK:      grid_dependency_wait();
 
 // FILLED-NOT: @@
