@@ -214,13 +214,16 @@ MLAGEN_DEVICE bool load_job(const mlagen_decode_params &p, Job &job) {
   const int linear = block_index_x() + block_index_y() * grid_size_x();
   const int index = linear / kRowBlocks;
   const int row_block = linear % kRowBlocks;
-  if (index >= *p.num_work)
-    return false;
+  // The item is read before num_work is known, so that the two loads
+  // overlap: index < grid x = the work list's capacity, so the read stays
+  // inside it, and a block past num_work ignores what it read.
   const int *item = p.work + 4 * index;
   job.batch = item[0];
   job.key_begin = item[1];
   job.key_end = item[2];
   job.slot = item[3];
+  if (index >= *p.num_work)
+    return false;
   job.seq_len = p.seq_lens[job.batch];
   if (p.error_flags) {
     int value, page;
