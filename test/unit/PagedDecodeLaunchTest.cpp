@@ -12,6 +12,7 @@
 
 #include <cctype>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -99,6 +100,25 @@ TEST_CASE("an alibi paged decode needs slopes; others refuse them",
   args.alibiSlopes = nullptr;
   REQUIRE(prepare(plain, args, launch));
   CHECK(launch.params.alibi_slopes == nullptr);
+}
+
+TEST_CASE("both paged decode kernels may start early", "[paged-decode]") {
+  // Each waits for its predecessor first (PAGED_DECODE_CONTRACT.md).
+  Signature sig = Signature::pagedDecode();
+  PagedDecodeLaunch launch;
+  REQUIRE(prepare(sig, someArgs(sig), launch));
+  CHECK(launch.decode.earlyStart);
+  CHECK(launch.reduce.earlyStart);
+  const std::string source(*templates::lookup("kernels/paged_decode.hip"));
+  for (const char *entry :
+       {"mlagen_paged_decode(mlagen_paged_decode_params p) {",
+        "mlagen_paged_decode_reduce(mlagen_paged_decode_params p) {"}) {
+    const size_t body = source.find(entry);
+    REQUIRE(body != std::string::npos);
+    const size_t wait = source.find("grid_dependency_wait();", body);
+    const size_t firstRead = source.find("p.", body + std::strlen(entry));
+    CHECK(wait < firstRead);
+  }
 }
 
 TEST_CASE("the paged decode template declares the parameter block the "
