@@ -1,7 +1,7 @@
 //===- MergeAttnStatesTest.cpp - merge and page indices without a GPU -----===//
 //
-// The signatures, the argument checks and the launches a recording fake
-// DeviceBackend sees, for runMergeAttnStates, runExpandPageIndices,
+// The signatures, the argument checks and the launches the recording fake
+// device (RecordingBackend.h) sees, for runMergeAttnStates, runExpandPageIndices,
 // runKVCacheWrite and their C API. The kernels themselves: lit (emission, AOT for every target)
 // and python/tests/merge_attn_states_device_test.py on a GPU.
 //
@@ -16,87 +16,10 @@
 #include "TestSupport.h"
 #include "mlagen-c/Runtime.h"
 
-#include <cstring>
-
 using namespace mlagen;
 using namespace mlagen::test;
 
 namespace {
-
-void *const kMergeFunction = reinterpret_cast<void *>(0x2000);
-
-struct MergeLaunchRecord {
-  LaunchGeometry geometry;
-  void *stream = nullptr;
-  MergeAttnStatesParams params{};
-  ExpandPageIndicesParams expand{};
-  KVCacheWriteParams write{};
-};
-
-struct MergeDeviceLog {
-  std::mutex mutex;
-  std::vector<MergeLaunchRecord> launches;
-  // The parameter block's type: launches of expand_page_indices when set.
-  bool expand = false;
-  bool write = false; // ... of kv_cache_write when set
-};
-
-class MergeFakeBackend final : public DeviceBackend {
-public:
-  explicit MergeFakeBackend(std::shared_ptr<MergeDeviceLog> log)
-      : log_(std::move(log)) {}
-  BackendKind kind() const override { return BackendKind::CUDA; }
-  Arch arch() const override { return Arch::SM90A; }
-  std::string description() const override { return "fake merge device"; }
-  Status load(const CodeObject &, DeviceFunction &out) override {
-    out = {reinterpret_cast<void *>(0x1000), kMergeFunction, {}};
-    return Status::ok();
-  }
-  void unload(DeviceFunction &) override {}
-  Status launch(const DeviceFunction &function, const LaunchGeometry &geometry,
-                void *stream, void **params) override {
-    REQUIRE(function.function == kMergeFunction);
-    MergeLaunchRecord record{geometry, stream, {}, {}, {}};
-    std::lock_guard<std::mutex> lock(log_->mutex);
-    if (log_->write)
-      std::memcpy(&record.write, params[0], sizeof(KVCacheWriteParams));
-    else if (log_->expand)
-      std::memcpy(&record.expand, params[0], sizeof(ExpandPageIndicesParams));
-    else
-      std::memcpy(&record.params, params[0], sizeof(MergeAttnStatesParams));
-    log_->launches.push_back(record);
-    return Status::ok();
-  }
-  Status allocate(size_t, void *&) override { return none(); }
-  Status release(void *) override { return none(); }
-  Status copyToDevice(void *, const void *, size_t) override { return none(); }
-  Status copyToHost(void *, const void *, size_t) override { return none(); }
-  Status synchronize() override { return Status::ok(); }
-
-private:
-  static Status none() {
-    return Status(StatusCode::Unsupported, "fake device has no memory");
-  }
-  std::shared_ptr<MergeDeviceLog> log_;
-};
-
-struct FakeMergeRuntime {
-  std::shared_ptr<MergeDeviceLog> log = std::make_shared<MergeDeviceLog>();
-  std::shared_ptr<CountingGenerator> generator =
-      std::make_shared<CountingGenerator>();
-  std::unique_ptr<Runtime> runtime;
-
-  FakeMergeRuntime() {
-    generator->threadsPerBlock = 256;
-    RuntimeOptions options;
-    options.generator = generator;
-    options.diskCache = false;
-    // The fake generator's source is never compiled: the fake device loads
-    // whatever it gets, and no compiler is asked for sm_90a here.
-    REQUIRE(createRuntimeWithBackend(
-        std::move(options), std::make_unique<MergeFakeBackend>(log), runtime));
-  }
-};
 
 MergeAttnStatesArgs someArgs(const Signature &sig, int tokens) {
   MergeAttnStatesArgs args;
@@ -188,7 +111,7 @@ TEST_CASE("merge_attn_states signatures: canonical text, parsing, rules",
 
 TEST_CASE("runMergeAttnStates launches one vector per thread",
           "[merge-attn-states]") {
-  FakeMergeRuntime fake;
+  FakeRuntime<MergeAttnStatesParams> fake;
   Signature sig = Signature::mergeAttnStates();
   const Kernel *kernel = nullptr;
   REQUIRE(fake.runtime->getKernel(sig, kernel));
@@ -198,7 +121,7 @@ TEST_CASE("runMergeAttnStates launches one vector per thread",
     args.stream = fakeAddress<void>(0x99);
     REQUIRE(fake.runtime->runMergeAttnStates(*kernel, args));
     REQUIRE(fake.log->launches.size() == 1);
-    const MergeLaunchRecord &r = fake.log->launches[0];
+    const RecordedLaunch<MergeAttnStatesParams> &r = fake.log->launches[0];
     // 1000 tokens * 16 heads * 16 vectors / 256 threads.
     CHECK(r.geometry.grid[0] == 1000);
     CHECK(r.geometry.grid[1] == 1);
@@ -353,8 +276,7 @@ TEST_CASE("expand_page_indices: signature, launch and argument checks",
   CHECK(bad.validate().message().find(
             "an expand_page_indices signature sets only page and arch") == 0);
 
-  FakeMergeRuntime fake;
-  fake.log->expand = true;
+  FakeRuntime<ExpandPageIndicesParams> fake;
   const Kernel *kernel = nullptr;
   REQUIRE(fake.runtime->getKernel(sig, kernel));
   ExpandPageIndicesArgs args;
@@ -369,17 +291,17 @@ TEST_CASE("expand_page_indices: signature, launch and argument checks",
   SECTION("one block row per request") {
     REQUIRE(fake.runtime->runExpandPageIndices(*kernel, args));
     REQUIRE(fake.log->launches.size() == 1);
-    const MergeLaunchRecord &r = fake.log->launches[0];
+    const RecordedLaunch<ExpandPageIndicesParams> &r = fake.log->launches[0];
     CHECK(r.geometry.grid[0] == 4); // ceil(1000 / 256)
     CHECK(r.geometry.grid[1] == 5);
     CHECK(r.geometry.threadsPerBlock == 256);
     CHECK(r.stream == args.stream);
-    CHECK(r.expand.block_table == args.blockTable);
-    CHECK(r.expand.cu_seqlens == args.cuSeqlens);
-    CHECK(r.expand.seq_starts == nullptr);
-    CHECK(r.expand.slots == args.slots);
-    CHECK(r.expand.block_table_stride == 37);
-    CHECK(r.expand.batch == 5);
+    CHECK(r.params.block_table == args.blockTable);
+    CHECK(r.params.cu_seqlens == args.cuSeqlens);
+    CHECK(r.params.seq_starts == nullptr);
+    CHECK(r.params.slots == args.slots);
+    CHECK(r.params.block_table_stride == 37);
+    CHECK(r.params.batch == 5);
   }
   SECTION("nothing to do launches nothing") {
     args.maxSeqlen = 0;
@@ -397,10 +319,10 @@ TEST_CASE("expand_page_indices: signature, launch and argument checks",
                 handle, args.blockTable, 37, args.cuSeqlens,
                 fakeAddress<const int32_t>(0x4000), args.slots, 2, 1, nullptr) ==
             0);
-    const MergeLaunchRecord &r = fake.log->launches.at(0);
+    const RecordedLaunch<ExpandPageIndicesParams> &r = fake.log->launches.at(0);
     CHECK(r.geometry.grid[0] == 1);
     CHECK(r.geometry.grid[1] == 2);
-    CHECK(r.expand.seq_starts == fakeAddress<const int>(0x4000));
+    CHECK(r.params.seq_starts == fakeAddress<const int>(0x4000));
   }
   SECTION("argument checks name the argument") {
     auto error = [&](ExpandPageIndicesArgs a) {
@@ -492,8 +414,7 @@ TEST_CASE("kv_cache_write: signature, launch and argument checks",
                        none)
             .message() == "signature field 'in' is not a prefill field");
 
-  FakeMergeRuntime fake;
-  fake.log->write = true;
+  FakeRuntime<KVCacheWriteParams> fake;
   const Kernel *kernel = nullptr;
   REQUIRE(fake.runtime->getKernel(sig, kernel));
   KVCacheWriteArgs args;
@@ -505,28 +426,28 @@ TEST_CASE("kv_cache_write: signature, launch and argument checks",
 
   SECTION("contiguous defaults") {
     REQUIRE(fake.runtime->runKVCacheWrite(*kernel, args));
-    const MergeLaunchRecord &r = fake.log->launches.at(0);
+    const RecordedLaunch<KVCacheWriteParams> &r = fake.log->launches.at(0);
     CHECK(r.geometry.grid[0] == 29); // ceil(100 * 72 / 256)
     CHECK(r.geometry.threadsPerBlock == 256);
-    CHECK(r.write.kv_c == args.kvC);
-    CHECK(r.write.k_pe == args.kPe);
-    CHECK(r.write.kv_cache == args.kvCache);
-    CHECK(r.write.slot_mapping == args.slotMapping);
-    CHECK(r.write.kv_c_token_stride == 512);
-    CHECK(r.write.k_pe_token_stride == 64);
-    CHECK(r.write.cache_block_stride == 64 * 576);
-    CHECK(r.write.cache_token_stride == 576);
-    CHECK(r.write.num_tokens == 100);
+    CHECK(r.params.kv_c == args.kvC);
+    CHECK(r.params.k_pe == args.kPe);
+    CHECK(r.params.kv_cache == args.kvCache);
+    CHECK(r.params.slot_mapping == args.slotMapping);
+    CHECK(r.params.kv_c_token_stride == 512);
+    CHECK(r.params.k_pe_token_stride == 64);
+    CHECK(r.params.cache_block_stride == 64 * 576);
+    CHECK(r.params.cache_token_stride == 576);
+    CHECK(r.params.num_tokens == 100);
   }
   SECTION("vLLM's views: k_pe a slice of a wider row, a padded cache row") {
     args.kPeTokenStride = 576;
     args.kvCTokenStride = 576;
     args.cacheTokenStride = 640;
     REQUIRE(fake.runtime->runKVCacheWrite(*kernel, args));
-    const MergeLaunchRecord &r = fake.log->launches.at(0);
-    CHECK(r.write.k_pe_token_stride == 576);
-    CHECK(r.write.cache_block_stride == 64 * 640);
-    CHECK(r.write.cache_token_stride == 640);
+    const RecordedLaunch<KVCacheWriteParams> &r = fake.log->launches.at(0);
+    CHECK(r.params.k_pe_token_stride == 576);
+    CHECK(r.params.cache_block_stride == 64 * 640);
+    CHECK(r.params.cache_token_stride == 640);
   }
   SECTION("the C API launches the same") {
     mlagen_kernel *handle =
@@ -535,11 +456,11 @@ TEST_CASE("kv_cache_write: signature, launch and argument checks",
     REQUIRE(mlagen_kv_cache_write_run(handle, args.kvC, args.kPe, args.kvCache,
                                       args.slotMapping, 64, nullptr, 7,
                                       strides, nullptr) == 0);
-    const MergeLaunchRecord &r = fake.log->launches.at(0);
-    CHECK(r.write.num_tokens == 7);
-    CHECK(r.write.k_pe_token_stride == 576);
-    CHECK(r.write.slot_mapping_64 == 1);
-    CHECK(r.write.scale == nullptr); // a 16-bit cache has no scale
+    const RecordedLaunch<KVCacheWriteParams> &r = fake.log->launches.at(0);
+    CHECK(r.params.num_tokens == 7);
+    CHECK(r.params.k_pe_token_stride == 576);
+    CHECK(r.params.slot_mapping_64 == 1);
+    CHECK(r.params.scale == nullptr); // a 16-bit cache has no scale
     CHECK(r.geometry.grid[0] == 2); // ceil(7 * 72 / 256)
     CHECK(mlagen_kv_cache_write_run(handle, args.kvC, args.kPe, args.kvCache,
                                     args.slotMapping, 16, nullptr, 7, strides,
@@ -559,10 +480,10 @@ TEST_CASE("kv_cache_write: signature, launch and argument checks",
     a.scale = fakeAddress<const float>(0x50000);
     a.kvCache = fakeAddress<void>(0x30008);
     REQUIRE(fake.runtime->runKVCacheWrite(*fp8Kernel, a));
-    const MergeLaunchRecord &r = fake.log->launches.at(0);
-    CHECK(r.write.scale == a.scale);
-    CHECK(r.write.cache_token_stride == 576); // bytes of an fp8 row
-    CHECK(r.write.slot_mapping_64 == 0);
+    const RecordedLaunch<KVCacheWriteParams> &r = fake.log->launches.at(0);
+    CHECK(r.params.scale == a.scale);
+    CHECK(r.params.cache_token_stride == 576); // bytes of an fp8 row
+    CHECK(r.params.slot_mapping_64 == 0);
   }
   SECTION("argument checks name the argument") {
     auto error = [&](KVCacheWriteArgs a) {
