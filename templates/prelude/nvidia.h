@@ -145,6 +145,20 @@ MLAGEN_DEVICE void cp_async_16_l2_128(u32 dst, const void *src, bool fill) {
                "l"(src), "r"(fill ? 16 : 0)
                : "memory");
 }
+// L2 policy for data read once, such as a KV cache streamed by decode: its
+// lines are evicted first, so the stream does not push out what other
+// kernels keep in L2.
+MLAGEN_DEVICE unsigned long long l2_evict_first_policy() {
+  unsigned long long policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+// A 16-byte global load under an L2 policy.
+MLAGEN_DEVICE void load_global_16(u32 (&v)[4], const void *src, unsigned long long policy) {
+  asm("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+               : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+               : "l"(src), "l"(policy));
+}
 MLAGEN_DEVICE void cp_async_commit() {
   asm volatile("cp.async.commit_group;" ::: "memory");
 }
