@@ -20,7 +20,12 @@ mla.decode @fp8_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1
 // The prelude converts in hardware; the kernel reads kv_scale from the
 // parameter block.
 // SM90A:      cvt.rn.f16x2.e4m3x2
+// The fp8 rows are read once: the producer loads them evict-first from L2.
+// SM90A:      createpolicy.fractional.L2::evict_first
+// SM90A:      ld.global.L2::cache_hint.v4.u32
 // SM90A:      float kv_scale;
+// SM90A:      const unsigned long long stream = nv::l2_evict_first_policy();
+// SM90A:      nv::load_global_16(t.chunk[pass][sl].w, src + sl * 64, stream);
 
 // SM80:       #define MLAGEN_ARCH_SM80 1
 // SM80:       constexpr int kCacheDType = 1;
