@@ -156,8 +156,8 @@ MLAGEN_DEVICE unsigned long long l2_evict_first_policy() {
 // A 16-byte global load under an L2 policy.
 MLAGEN_DEVICE void load_global_16(u32 (&v)[4], const void *src, unsigned long long policy) {
   asm("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-               : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
-               : "l"(src), "l"(policy));
+      : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3])
+      : "l"(src), "l"(policy));
 }
 MLAGEN_DEVICE void cp_async_commit() {
   asm volatile("cp.async.commit_group;" ::: "memory");
