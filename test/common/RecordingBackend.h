@@ -12,6 +12,7 @@
 
 #include "CatchStatus.h"
 #include "DeviceBackend.h"
+#include "MemorylessBackend.h"
 #include "RuntimeInternal.h"
 #include "TestSupport.h"
 
@@ -38,7 +39,7 @@ template <typename Params> struct LaunchLog {
   std::vector<RecordedLaunch<Params>> launches;
 };
 
-template <typename Params> class RecordingBackend final : public DeviceBackend {
+template <typename Params> class RecordingBackend final : public MemorylessBackend {
 public:
   explicit RecordingBackend(std::shared_ptr<LaunchLog<Params>> log)
       : log_(std::move(log)) {}
@@ -59,16 +60,8 @@ public:
     log_->launches.push_back(record);
     return Status::ok();
   }
-  Status allocate(size_t, void *&) override { return none(); }
-  Status release(void *) override { return none(); }
-  Status copyToDevice(void *, const void *, size_t) override { return none(); }
-  Status copyToHost(void *, const void *, size_t) override { return none(); }
-  Status synchronize() override { return Status::ok(); }
 
 private:
-  static Status none() {
-    return Status(StatusCode::Unsupported, "fake device has no memory");
-  }
   inline static void *const kFunction = fakeAddress<void>(0x3000);
   std::shared_ptr<LaunchLog<Params>> log_;
 };

@@ -10,6 +10,7 @@
 #include "BundleManifest.h"
 #include "CatchStatus.h"
 #include "Hash.h"
+#include "MemorylessBackend.h"
 #include "RuntimeInternal.h"
 #include "TestSupport.h"
 #include "mlagen/Bundle/Bundle.h"
@@ -52,7 +53,7 @@ private:
 };
 
 // A device that only has an arch: enough for Runtime's bundle choices.
-class ArchOnlyBackend final : public DeviceBackend {
+class ArchOnlyBackend final : public MemorylessBackend {
 public:
   explicit ArchOnlyBackend(Arch arch) : arch_(arch) {}
   BackendKind kind() const override { return BackendKind::CUDA; }
@@ -69,14 +70,8 @@ public:
                 void **) override {
     return Status::ok();
   }
-  Status allocate(size_t, void *&) override { return none(); }
-  Status release(void *) override { return none(); }
-  Status copyToDevice(void *, const void *, size_t) override { return none(); }
-  Status copyToHost(void *, const void *, size_t) override { return none(); }
-  Status synchronize() override { return Status::ok(); }
 
 private:
-  static Status none() { return Status(StatusCode::Unsupported, "fake"); }
   Arch arch_;
 };
 

@@ -44,7 +44,7 @@ struct DecodeDeviceLog {
 // Hands out kDecodeFunction for a code object's first entry and
 // kReduceFunction for its extra one; records every launch's parameter block
 // as a DecodeParams (only runDecode launches here).
-class DecodeFakeBackend final : public DeviceBackend {
+class DecodeFakeBackend final : public MemorylessBackend {
 public:
   DecodeFakeBackend(Arch arch, std::shared_ptr<DecodeDeviceLog> log)
       : arch_(arch), log_(std::move(log)) {}
@@ -69,20 +69,8 @@ public:
     log_->launches.push_back(record);
     return Status::ok();
   }
-  Status allocate(size_t, void *&) override { return noMemory(); }
-  Status release(void *) override { return noMemory(); }
-  Status copyToDevice(void *, const void *, size_t) override {
-    return noMemory();
-  }
-  Status copyToHost(void *, const void *, size_t) override {
-    return noMemory();
-  }
-  Status synchronize() override { return Status::ok(); }
 
 private:
-  static Status noMemory() {
-    return Status(StatusCode::Unsupported, "fake device has no memory");
-  }
   Arch arch_;
   std::shared_ptr<DecodeDeviceLog> log_;
 };

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CatchStatus.h"
+#include "MemorylessBackend.h"
 #include "PrefillParams.h"
 #include "RuntimeInternal.h"
 #include "TestSupport.h"
@@ -33,7 +34,7 @@ struct FakeDeviceLog {
   std::vector<LaunchRecord> launches;
 };
 
-class FakeBackend final : public DeviceBackend {
+class FakeBackend final : public MemorylessBackend {
 public:
   FakeBackend(Arch arch, std::shared_ptr<FakeDeviceLog> log)
       : arch_(arch), log_(std::move(log)) {}
@@ -60,20 +61,8 @@ public:
     log_->launches.push_back(record);
     return Status::ok();
   }
-  Status allocate(size_t, void *&) override { return unsupported(); }
-  Status release(void *) override { return unsupported(); }
-  Status copyToDevice(void *, const void *, size_t) override {
-    return unsupported();
-  }
-  Status copyToHost(void *, const void *, size_t) override {
-    return unsupported();
-  }
-  Status synchronize() override { return Status::ok(); }
 
 private:
-  static Status unsupported() {
-    return Status(StatusCode::Unsupported, "fake device has no memory");
-  }
   Arch arch_;
   std::shared_ptr<FakeDeviceLog> log_;
 };
