@@ -852,11 +852,10 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
 #endif // MLAGEN_TARGET_NVIDIA
 
 #if MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
-// sm_90a (kWarpgroupDecode): wgmma with the keys as M, so no q row is
-// padding; the block's N = 16, 32 or 64 q rows are the N of every product.
-// The last warpgroup produces: Q once, then 64-key tiles into kStages
-// buffers of 128-byte-swizzled 64-column slabs (cp.async, completion on
-// mbarriers). The consumer warpgroups take each tile:
+// sm_90a (kWarpgroupDecode). The last warpgroup produces: Q once, then
+// 64-key tiles into kStages buffers of 128-byte-swizzled 64-column slabs
+// (cp.async, completion on mbarriers). 16 or 32 q rows: one consumer
+// warpgroup with the keys as M, so no q row is padding (`consume`):
 //   S^T [64 keys x N] = K Q^T        (A: K slabs, K-major; B: Q slabs)
 //   row maxima over keys: lanes, then the 4 warps through shared memory
 //   P [N x 64 keys] as 16-bit into a swizzled slab
@@ -864,32 +863,32 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
 // and release the buffer once O^T is updated, so the next-but-one tile
 // streams in while this one is multiplied. Every matrix operand is read
 // from shared memory by the tensor cores: no ldmatrix, and Q is never
-// reloaded per warp. With 64 rows O^T is 256 fp32 registers a thread for
-// one warpgroup, so two consumers split it: consumer c computes S^T for
-// rows [32 c, 32 c + 32) and O^T for output columns [256 c, 256 c + 256)
-// of all 64 rows; P and the rescale factors of each tile meet in shared
-// memory.
+// reloaded per warp. 64 rows fill wgmma's M: two consumers with Q as M,
+// taking tiles in turn (`consume_rows`).
 namespace warpgroup_mma {
 
 using sm90::u64;
 
 constexpr int kRowsN = kHeadsPerBlock;
 constexpr int kConsumers = kRowsN == 64 ? 2 : 1;
-constexpr int kSRows = kRowsN / kConsumers; // q rows of a consumer's S^T
 constexpr int kConsumerThreads = 128 * kConsumers;
 constexpr int kSlabs = kHeadDimQK / 64;      // 9 slabs of 64 columns; V is the first 8
 constexpr int kVSlabs = kHeadDimV / 64;
-constexpr int kOChunks = kVSlabs / kConsumers; // 64-column chunks of O^T a consumer holds
 constexpr int kSlabBytes = kTileK * 128;     // [64 keys][128 bytes]
 constexpr int kQSlabBytes = kRowsN * 128;    // [rows][128 bytes]
 constexpr int kStageBytes = kSlabs * kSlabBytes;
 constexpr int kQBytes = kSlabs * kQSlabBytes;
 constexpr int kPBytes = kRowsN * 128; // [rows][64 keys]
 constexpr int kOutStride = kHeadDimV + 4; // fp32 staging of O, conflict-free writes
-constexpr int kNumBarriers = 1 + 2 * kStages; // q_full, full[], empty[]
-// Per-warp row maxima (at the end, row sums) of each consumer, then alpha
-// and the row totals of every row.
-constexpr int kRowFloats = kConsumers * 4 * kSRows + 2 * kRowsN;
+// Two consumers release a stage in two halves: slabs 0..3 (V's columns
+// 0..255, consumer 0's) and 4..8 (V's columns 256..511 and K's last 64).
+constexpr bool kSplitStages = kConsumers == 2;
+// q_full, then per stage full[], empty[] and, for split stages, the second
+// half's full_hi[] and empty_hi[].
+constexpr int kNumBarriers = 1 + (kSplitStages ? 4 : 2) * kStages;
+// Six floats a row: one consumer's per-warp row maxima (at the end, row
+// sums) and row totals; consume_rows's maxima, rescale factors and sums.
+constexpr int kRowFloats = 6 * kRowsN;
 // 1024 bytes of alignment slack (the dynamic shared base is only 16-byte
 // aligned), Q, the stages, P, row floats, barriers. DecodeSupport.cpp's
 // getDecodeSharedBytes has the same sum. P's rounding residue (one-tile
@@ -900,25 +899,25 @@ static_assert(!kWarpgroupDecode || kSharedBytesUsed <= kSharedBytes, "tiles exce
 static_assert(!kWarpgroupDecode || kRowsN * kOutStride * 4 <= kStages * kStageBytes,
               "O staging fits the stage buffers");
 static_assert(kHeadDimQK % 64 == 0 && kHeadDimV % 64 == 0, "whole 64-column slabs");
-typedef sm90::Wgmma<MmaElem, kSRows> WgmmaS;
+typedef sm90::Wgmma<MmaElem, kRowsN> WgmmaS;
 typedef sm90::Wgmma<MmaElem, kRowsN> WgmmaO;
 
-// Named barriers (0 is the block's). Consumer c's warps: 1 + c. Both
-// consumers: kBarP (P and alpha written), kBarOut (the products done, row
-// totals written). kBarPFree + c: consumer c arrives once its products
-// have read P; the other waits there before overwriting its rows of P.
-enum { kBarP = 3, kBarPFree = 4, kBarOut = 6 };
-MLAGEN_DEVICE void sync_consumers(int id) { sm90::named_barrier_sync(kConsumers == 1 ? 1 : id, kConsumerThreads); }
+// Named barriers (0 is the block's): 1 for one consumer's warps; with two,
+// kBarOut (both consumers' products done, row sums written) and the
+// hand-overs of consume_rows.
+enum { kBarOut = 6, kBarScale0 = 7, kBarScale1 = 8, kBarPa = 9, kBarPb = 10 };
 
 struct Layout {
   u32 q, kv, p;
-  float *red;   // [consumer][warp][kSRows]: row maxima per tile, row sums at the end
-  float *alpha; // [kRowsN]: this tile's rescale factor of each row
-  float *total; // [kRowsN]: row sums at the end
+  float *red;   // one consumer: [warp][kSRows] row maxima per tile, row sums at the end;
+                // two: consume_rows's row maxima, rescale factors and row sums
+  float *total; // [kRowsN]: row sums at the end (one consumer)
   u32 bars;
   MLAGEN_DEVICE u32 q_full() const { return bars; }
   MLAGEN_DEVICE u32 full(int stage) const { return bars + 8 * (1 + stage); }
   MLAGEN_DEVICE u32 empty(int stage) const { return bars + 8 * (1 + kStages + stage); }
+  MLAGEN_DEVICE u32 full_hi(int stage) const { return bars + 8 * (1 + 2 * kStages + stage); }
+  MLAGEN_DEVICE u32 empty_hi(int stage) const { return bars + 8 * (1 + 3 * kStages + stage); }
   MLAGEN_DEVICE u32 stage(int it) const { return kv + (it % kStages) * kStageBytes; }
   MLAGEN_DEVICE u32 residue() const { return kv + kStageBytes; }
 };
@@ -962,21 +961,28 @@ MLAGEN_DEVICE void produce(const Job &job, const PagedCache &cache, const void *
   };
   lookup(0);
   for (int it = 0; it < num_tiles; ++it) {
-    if (it >= kStages)
-      sm90::mbarrier_wait(lay.empty(it % kStages), (it / kStages - 1) & 1);
     const u32 dst = lay.stage(it);
     const int k0 = job.key_begin + it * kTileK;
+    // Two consumers free the halves of a stage at different times; each
+    // half refills as soon as it is free.
 #pragma unroll
-    for (int i = 0; i < kPasses; ++i) {
-      const int r = row + 16 * i;
-      const bool valid = page[i] >= 0;
-      // A row past the keys reads nothing and is zero-filled.
-      const u16 *src = (valid ? cache.row(page[i], k0 + r) : cache.base) + chunk * 8;
+    for (int half = 0; half < (kSplitStages ? 2 : 1); ++half) {
+      const int s_begin = kSplitStages && half == 1 ? 4 : 0;
+      const int s_end = kSplitStages && half == 0 ? 4 : kSlabs;
+      if (it >= kStages)
+        sm90::mbarrier_wait(half == 0 ? lay.empty(it % kStages) : lay.empty_hi(it % kStages), (it / kStages - 1) & 1);
 #pragma unroll
-      for (int s = 0; s < kSlabs; ++s)
-        nv::cp_async_16_l2_128(dst + s * kSlabBytes + swizzled(r, chunk), valid ? src + s * 64 : src, valid);
+      for (int i = 0; i < kPasses; ++i) {
+        const int r = row + 16 * i;
+        const bool valid = page[i] >= 0;
+        // A row past the keys reads nothing and is zero-filled.
+        const u16 *src = (valid ? cache.row(page[i], k0 + r) : cache.base) + chunk * 8;
+#pragma unroll
+        for (int s = s_begin; s < s_end; ++s)
+          nv::cp_async_16_l2_128(dst + s * kSlabBytes + swizzled(r, chunk), valid ? src + s * 64 : src, valid);
+      }
+      sm90::cp_async_arrive(half == 0 ? lay.full(it % kStages) : lay.full_hi(it % kStages));
     }
-    sm90::cp_async_arrive(lay.full(it % kStages));
     if (it + 1 < num_tiles)
       lookup(it + 1);
   }
@@ -1101,25 +1107,22 @@ MLAGEN_DEVICE int q_row_of(int hd, int quad) { return 8 * (hd / 2) + 2 * quad + 
 
 // kFewKeys (an item of one tile): each p is a large weight, and its 16-bit
 // rounding would show in the output; such items also multiply P's rounding
-// residue. Template parameters, as is the consumer's index (constant
-// shared-memory offsets and barrier ids keep the registers down): wgmma in
-// a divergent branch is serialised.
-template <bool kFewKeys, int consumer>
+// residue. A template parameter: wgmma in a divergent branch is serialised.
+// One consumer (16 or 32 rows); 64 rows take consume_rows.
+template <bool kFewKeys>
 MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &lay, int num_tiles, int warp,
                            int lane, float *staged) {
-  constexpr int kHd = kSRows / 4;  // q rows of S^T a thread sees
-  constexpr int kOHd = kRowsN / 4; // q rows of O^T a thread sees
+  constexpr int kHd = kRowsN / 4; // q rows a thread sees
   const int group = lane / 4;
   const int quad = lane % 4;
-  const int srow0 = consumer * kSRows; // the first block row of this consumer's S^T
-  const u64 q_desc = sm90::smem_desc_sw128(lay.q + srow0 * 128, 16);
+  const u64 q_desc = sm90::smem_desc_sw128(lay.q, 16);
   const u64 p_desc = sm90::smem_desc_sw128(lay.p, 16);
   const u64 residue_desc = sm90::smem_desc_sw128(lay.residue(), 16);
-  float *const red = lay.red + consumer * 4 * kSRows;
+  float *const red = lay.red;
 
-  float o[kOChunks][kRowsN / 2];
+  float o[kVSlabs][kRowsN / 2];
 #pragma unroll
-  for (int c = 0; c < kOChunks; ++c)
+  for (int c = 0; c < kVSlabs; ++c)
 #pragma unroll
     for (int i = 0; i < kRowsN / 2; ++i)
       o[c][i] = 0.0f;
@@ -1134,9 +1137,9 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
     sm90::mbarrier_wait(lay.full(it % kStages), (it / kStages) & 1);
     sm90::fence_proxy_async(); // cp.async wrote through the generic proxy
 
-    float s[kSRows / 2];
+    float s[kRowsN / 2];
 #pragma unroll
-    for (int i = 0; i < kSRows / 2; ++i)
+    for (int i = 0; i < kRowsN / 2; ++i)
       s[i] = 0.0f;
     sm90::wgmma_fence();
 #pragma unroll
@@ -1153,10 +1156,10 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
     // maxima of its 16 keys per q row, then the consumer's 4 warps'.
     if (k0 + kTileK > job.mask_from) {
 #pragma unroll
-      for (int e = 0; e < kSRows / 2; ++e) {
+      for (int e = 0; e < kRowsN / 2; ++e) {
         const int key = k0 + 16 * warp + group + 8 * (e % 4 / 2);
         // One query token: every row ends where the first does.
-        const int end = kQLen == 1 ? job.mask_from : job.row_end(job.row0 + srow0 + q_row_of(2 * (e / 4) + e % 2, quad));
+        const int end = kQLen == 1 ? job.mask_from : job.row_end(job.row0 + q_row_of(2 * (e / 4) + e % 2, quad));
         if (key >= end)
           s[e] = kNegInf;
       }
@@ -1170,24 +1173,21 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
       m[hd] = max_float(m[hd], shfl_xor(m[hd], 8));
       m[hd] = max_float(m[hd], shfl_xor(m[hd], 16));
       if (group == 0)
-        red[warp * kSRows + q_row_of(hd, quad)] = m[hd];
+        red[warp * kRowsN + q_row_of(hd, quad)] = m[hd];
     }
-    sm90::named_barrier_sync(1 + consumer, 128); // maxima visible
+    sm90::named_barrier_sync(1, 128); // maxima visible
     float alpha[kHd], base[kHd];
 #pragma unroll
     for (int hd = 0; hd < kHd; ++hd) {
       const int r = q_row_of(hd, quad);
-      const float tile_max = max_float(max_float(red[r], red[kSRows + r]),
-                                       max_float(red[2 * kSRows + r], red[3 * kSRows + r]));
+      const float tile_max = max_float(max_float(red[r], red[kRowsN + r]),
+                                       max_float(red[2 * kRowsN + r], red[3 * kRowsN + r]));
       alpha[hd] = rows[hd].update(tile_max * job.unit, base[hd]);
     }
-    // The other consumer's products of the last tile must have read P.
-    if (kConsumers > 1 && it > 0)
-      sm90::named_barrier_sync(kBarPFree + 1 - consumer, kConsumerThreads);
     // P into its slab: element (q row r, key k) at row r, chunk k / 8,
     // 2-byte lane k % 8. Rows r and r + 1 (e and e + 1) share a key.
 #pragma unroll
-    for (int j = 0; j < kSRows / 8; ++j) {
+    for (int j = 0; j < kRowsN / 8; ++j) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int e = 4 * j + 2 * h;
@@ -1195,7 +1195,7 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
         const float p1 = exp2_approx(s[e + 1] * job.unit - base[2 * j + 1]);
         rows[2 * j].sum += p0;
         rows[2 * j + 1].sum += p1;
-        const int r = srow0 + 8 * j + 2 * quad;
+        const int r = 8 * j + 2 * quad;
         const int key = 16 * warp + group + 8 * h;
         const u32 at = swizzled(r, key / 8) + (key % 8) * 2;
         const u32 at1 = swizzled(r + 1, key / 8) + (key % 8) * 2;
@@ -1209,30 +1209,20 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
         }
       }
     }
-    if (kConsumers > 1 && warp == 0 && group == 0) {
-#pragma unroll
-      for (int hd = 0; hd < kHd; ++hd)
-        lay.alpha[srow0 + q_row_of(hd, quad)] = alpha[hd];
-    }
-    sm90::fence_proxy_async(); // P is read by wgmma (the async proxy)
-    sync_consumers(kBarP);     // P (and alpha) visible
+    sm90::fence_proxy_async();           // P is read by wgmma (the async proxy)
+    sm90::named_barrier_sync(1, 128);    // P visible
 
-    // O^T's columns are every row of the block: with one consumer, its own.
-    float o_alpha[kOHd];
-#pragma unroll
-    for (int hd = 0; hd < kOHd; ++hd)
-      o_alpha[hd] = kConsumers == 1 ? alpha[hd % kHd] : lay.alpha[q_row_of(hd, quad)];
     bool settled = true;
 #pragma unroll
-    for (int hd = 0; hd < kOHd; ++hd)
-      settled = settled && o_alpha[hd] == 1.0f;
+    for (int hd = 0; hd < kHd; ++hd)
+      settled = settled && alpha[hd] == 1.0f;
     // Once the maxima settle, alpha is exactly 1 for the whole warp.
     if (!all_lanes(settled)) {
 #pragma unroll
-      for (int c = 0; c < kOChunks; ++c)
+      for (int c = 0; c < kVSlabs; ++c)
 #pragma unroll
         for (int e = 0; e < kRowsN / 2; ++e)
-          o[c][e] *= o_alpha[2 * (e / 4) + e % 2];
+          o[c][e] *= alpha[2 * (e / 4) + e % 2];
     }
 
     sm90::fence_array(o); // O settles in its registers before the products
@@ -1243,8 +1233,8 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
 #pragma unroll
       for (int ks = 0; ks < kTileK / 16; ++ks)
 #pragma unroll
-        for (int c = 0; c < kOChunks; ++c)
-          WgmmaO::ss<0, 1>(o[c], kv_desc + ((consumer * kOChunks + c) * kSlabBytes + ks * 16 * 128) / 16,
+        for (int c = 0; c < kVSlabs; ++c)
+          WgmmaO::ss<0, 1>(o[c], kv_desc + (c * kSlabBytes + ks * 16 * 128) / 16,
                            b_desc + (ks * 32) / 16, 1);
     }
     sm90::wgmma_commit();
@@ -1252,12 +1242,9 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
     sm90::fence_array(o);
     if (lane == 0)
       sm90::mbarrier_arrive(lay.empty(it % kStages)); // the buffer may refill
-    if (kConsumers > 1 && it + 1 < num_tiles)
-      sm90::named_barrier_arrive(kBarPFree + consumer, kConsumerThreads);
   }
 
-  // Row sums: this thread's keys, the warp's, then the consumer's warps in
-  // warp order (the result does not depend on timing). Every warp read the
+  // Row sums: this thread's keys, the warp's, then the 4 warps in warp order (the result does not depend on timing). Every warp read the
   // last tile's maxima before the last P barrier, so their slots are free.
 #pragma unroll
   for (int hd = 0; hd < kHd; ++hd) {
@@ -1266,38 +1253,393 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
     sum += shfl_xor(sum, 8);
     sum += shfl_xor(sum, 16);
     if (group == 0)
-      red[warp * kSRows + q_row_of(hd, quad)] = sum;
+      red[warp * kRowsN + q_row_of(hd, quad)] = sum;
   }
-  sm90::named_barrier_sync(1 + consumer, 128);
+  sm90::named_barrier_sync(1, 128);
   if (warp == 0 && group == 0) {
 #pragma unroll
     for (int hd = 0; hd < kHd; ++hd) {
       const int r = q_row_of(hd, quad);
-      const float total = red[r] + red[kSRows + r] + red[2 * kSRows + r] + red[3 * kSRows + r];
-      lay.total[srow0 + r] = total;
-      if (is_real_row(job.row0 + srow0 + r))
-        output.store_lse(job.row0 + srow0 + r, rows[hd].lse(total));
+      const float total = red[r] + red[kRowsN + r] + red[2 * kRowsN + r] + red[3 * kRowsN + r];
+      lay.total[r] = total;
+      if (is_real_row(job.row0 + r))
+        output.store_lse(job.row0 + r, rows[hd].lse(total));
     }
   }
   // Row totals visible, and every product done: the stage buffers are free.
-  sync_consumers(kBarOut);
+  sm90::named_barrier_sync(1, 128);
   // O^T, normalised, through shared memory so that each row is written in
   // 16-byte pieces.
 #pragma unroll
-  for (int hd = 0; hd < kOHd; ++hd) {
+  for (int hd = 0; hd < kHd; ++hd) {
     const int r = q_row_of(hd, quad);
     const float scale = RowState::output_scale(lay.total[r]) * job.v_scale;
     const int e0 = 4 * (hd / 2) + hd % 2;
 #pragma unroll
-    for (int c = 0; c < kOChunks; ++c) {
-      const int col = 64 * (consumer * kOChunks + c) + 16 * warp + group;
+    for (int c = 0; c < kVSlabs; ++c) {
+      const int col = 64 * c + 16 * warp + group;
       staged[r * kOutStride + col] = o[c][e0] * scale;
       staged[r * kOutStride + col + 8] = o[c][e0 + 2] * scale;
     }
   }
-  sync_consumers(kBarOut);
-  const int tid = consumer * 128 + warp * 32 + lane;
+  sm90::named_barrier_sync(1, 128);
+  const int tid = warp * 32 + lane;
 #pragma unroll
+  for (int i = 0; i < kRowsN * kHeadDimV / 4 / 128; ++i) {
+    const int idx = tid + 128 * i;
+    const int r = idx / (kHeadDimV / 4);
+    const int col = idx % (kHeadDimV / 4) * 4;
+    const int g = job.row0 + r;
+    if (!is_real_row(g))
+      continue;
+    const Float4 v = *reinterpret_cast<const Float4 *>(staged + r * kOutStride + col);
+    output.row(g).store4(col, v.x, v.y, v.z, v.w);
+  }
+}
+
+// 64 q rows (two consumers): Q is the M of both products, as in FlashMLA.
+// Tile t's S = Q K^T belongs to consumer t % 2 (its owner); consumer c
+// holds O's columns [256 c, 256 c + 256) of all 64 rows. A pair of tiles
+// (a even, b odd) runs as
+//   consumer 0: softmax of a (from the max after the previous pair) ->
+//     publishes m_a, alpha_a; O_L = O_L alpha_a + P_a V_a[L] (P from
+//     registers); once consumer 1 has published alpha_b, stores P_a alpha_b
+//     into slab 8 of a's stage (K's last 64 columns, free once S_a is
+//     done); O_L = O_L alpha_b + P_b V_b[L] (P_b from shared memory);
+//     issues S of a + 2.
+//   consumer 1: softmax of b (from m_a) -> alpha_b; stores P_b into the P
+//     buffer; O_R = O_R alpha_a alpha_b + P_b V_b[R] + (P_a alpha_b) V_a[R];
+//     issues S of b + 2.
+// One consumer's softmax runs while the other's products keep the tensor
+// cores busy, half the products take P from registers, and a row's 64 keys
+// sit in one quad of lanes (no cross-warp maxima). Consumer 0 frees the
+// first half of each stage (slabs 0..3: V_L), consumer 1 the second (V_R,
+// and slab 8 holding P_a), each as soon as its products are done.
+// Accumulators (S and O): element 4 j + e of a thread is row 16 warp +
+// group + 8 (e / 2), column 8 j + 2 quad + e % 2.
+typedef sm90::Wgmma<MmaElem, 64> WgmmaRowS;
+typedef sm90::Wgmma<MmaElem, 128> WgmmaRowO;
+
+// P (this thread's two rows of a 64-key tile) times its rows' factors, as
+// 16-bit into a swizzled [64 rows][64 keys] slab: the A operand of the
+// other consumer's product. With kResidue, its rounding residue into a
+// second slab.
+template <bool kResidue>
+MLAGEN_DEVICE void store_rows_p(u32 slab, u32 residue_slab, const float (&s)[32], const float (&scale)[2], int row0,
+                                int quad) {
+#pragma unroll
+  for (int k = 0; k < 16; ++k) {
+    const int r = k % 2;
+    const float v0 = s[2 * k] * scale[r], v1 = s[2 * k + 1] * scale[r];
+    const u32 packed = pack2<MmaElem>(v0, v1);
+    const u32 at = swizzled(row0 + 8 * r, k / 2) + quad * 4;
+    asm volatile("st.shared.b32 [%0], %1;" ::"r"(slab + at), "r"(packed) : "memory");
+    if (kResidue)
+      asm volatile("st.shared.b32 [%0], %1;" ::"r"(residue_slab + at), "r"(rounding_residue<MmaElem>(v0, v1, packed))
+                   : "memory");
+  }
+}
+
+// S (probabilities) as A fragments: accumulator groups 2 ps and 2 ps + 1
+// (keys 16 ps..16 ps + 15) are the A fragment of k-step ps.
+template <bool kResidue>
+MLAGEN_DEVICE void pack_rows_p(u32 (&p)[4][4], const float (&s)[32]) {
+#pragma unroll
+  for (int ps = 0; ps < 4; ++ps)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      p[ps][j] = kResidue ? rounding_residue<MmaElem>(s[8 * ps + 2 * j], s[8 * ps + 2 * j + 1], p[ps][j])
+                          : pack2<MmaElem>(s[8 * ps + 2 * j], s[8 * ps + 2 * j + 1]);
+}
+
+template <bool kFewKeys, int consumer>
+MLAGEN_DEVICE void consume_rows(const Job &job, const Output &output, const Layout &lay, int num_tiles, int warp,
+                                int lane, float *staged) {
+  const int group = lane / 4;
+  const int quad = lane % 4;
+  const int row0 = 16 * warp + group; // this thread's rows: row0 and row0 + 8
+  float *const s_max = lay.red;       // [64] running row maxima (log2 units)
+  float *const s_alpha0 = lay.red + 64;  // [64] consumer 0's tile's rescale factors
+  float *const s_alpha1 = lay.red + 128; // [64] consumer 1's
+  float *const s_sum = lay.red + 192;    // [2][64] row sums at the end
+  const u64 q_desc = sm90::smem_desc_sw128(lay.q, 16);
+  const u64 p_desc = sm90::smem_desc_sw128(lay.p, 16);
+  int row_end[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+    row_end[r] = job.row_end(job.row0 + row0 + 8 * r);
+
+  float o[2][64]; // two 128-column chunks of this consumer's half of O
+#pragma unroll
+  for (int c = 0; c < 2; ++c)
+#pragma unroll
+    for (int i = 0; i < 64; ++i)
+      o[c][i] = 0.0f;
+  float s[32];
+  u32 p[4][4];
+  float sum[2] = {0.0f, 0.0f};
+
+  // S of tile it, in two commit groups: one per half of the stage.
+  auto issue_s = [&](int it) {
+    const u32 stage = lay.stage(it);
+    const u64 k_desc = sm90::smem_desc_sw128(stage, 16);
+    const u32 parity = (it / kStages) & 1;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      sm90::mbarrier_wait(half == 0 ? lay.full(it % kStages) : lay.full_hi(it % kStages), parity);
+      sm90::fence_proxy_async(); // cp.async wrote through the generic proxy
+      sm90::wgmma_fence();
+#pragma unroll
+      for (int sl = half == 0 ? 0 : 4; sl < (half == 0 ? 4 : kSlabs); ++sl)
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks)
+          WgmmaRowS::ss<0>(s, q_desc + (sl * kQSlabBytes + ks * 32) / 16, k_desc + (sl * kSlabBytes + ks * 32) / 16,
+                           sl + ks > 0);
+      sm90::wgmma_commit();
+    }
+  };
+  // O += P V over this consumer's 256 columns of tile it: P from registers.
+  auto pv_registers = [&](int it) {
+    const u64 v_desc = sm90::smem_desc_sw128(lay.stage(it), kSlabBytes); // LBO: next 64 columns
+#pragma unroll
+    for (int ps = 0; ps < 4; ++ps)
+#pragma unroll
+      for (int c = 0; c < 2; ++c)
+        WgmmaRowO::rs<1>(o[c], p[ps], v_desc + ((consumer * 4 + 2 * c) * kSlabBytes + ps * 16 * 128) / 16, 1);
+  };
+  // The same with P from a shared slab.
+  auto pv_shared = [&](int it, u64 a_desc) {
+    const u64 v_desc = sm90::smem_desc_sw128(lay.stage(it), kSlabBytes);
+#pragma unroll
+    for (int ps = 0; ps < 4; ++ps)
+#pragma unroll
+      for (int c = 0; c < 2; ++c)
+        WgmmaRowO::ss<1>(o[c], a_desc + (ps * 32) / 16,
+                         v_desc + ((consumer * 4 + 2 * c) * kSlabBytes + ps * 16 * 128) / 16, 1);
+  };
+  auto rescale = [&](const float (&alpha)[2]) {
+    // Once the row maxima settle, alpha is exactly 1 for the whole warp.
+    if (all_lanes(alpha[0] == 1.0f && alpha[1] == 1.0f))
+      return;
+#pragma unroll
+    for (int c = 0; c < 2; ++c)
+#pragma unroll
+      for (int i = 0; i < 64; ++i)
+        o[c][i] *= alpha[(i % 4) / 2];
+  };
+  // Mask, row maxima and probabilities of S (tile it) against the running
+  // maxima `max_prev`: sets the new maxima, the rescale factors and the
+  // tile's row sums (this thread's keys).
+  auto softmax = [&](int it, const float (&max_prev)[2], float (&max_new)[2], float (&alpha)[2],
+                     float (&tile_sum)[2]) {
+    const int k0 = job.key_begin + it * kTileK;
+    if (k0 + kTileK > job.mask_from) {
+#pragma unroll
+      for (int i = 0; i < 32; ++i)
+        if (k0 + 8 * (i / 4) + 2 * quad + i % 2 >= row_end[(i % 4) / 2])
+          s[i] = kNegInf;
+    }
+    float base[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float m = kNegInf;
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        m = max_float(m, max_float(s[4 * j + 2 * r], s[4 * j + 2 * r + 1]));
+      m = max_float(m, shfl_xor(m, 1));
+      m = max_float(m, shfl_xor(m, 2));
+      max_new[r] = max_float(max_prev[r], m * job.unit);
+      // A row that has seen only masked keys keeps max -inf and base 0.
+      base[r] = max_new[r] == kNegInf ? 0.0f : max_new[r];
+      alpha[r] = exp2_approx(max_prev[r] - base[r]);
+      tile_sum[r] = 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      s[i] = exp2_approx(s[i] * job.unit - base[(i % 4) / 2]);
+      tile_sum[(i % 4) / 2] += s[i];
+    }
+  };
+  // One arrival per warp on a stage half's empty barrier.
+  auto release = [&](u32 bar) {
+    if (lane == 0)
+      sm90::mbarrier_arrive(bar);
+  };
+
+  if (num_tiles > 0) {
+    sm90::mbarrier_wait(lay.q_full(), 0);
+    if (consumer < num_tiles)
+      issue_s(consumer);
+  }
+  for (int a = 0; a < num_tiles; a += 2) {
+    const int b = a + 1;
+    const bool has_b = b < num_tiles;
+    if (consumer == 0) {
+      sm90::wgmma_wait<0>(); // S_a, and the last pair's products
+      sm90::fence_array(s);
+      sm90::fence_array(o);
+      float max_prev[2], max_a[2], alpha_a[2], tile_sum[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        max_prev[r] = a == 0 ? kNegInf : s_max[row0 + 8 * r];
+      softmax(a, max_prev, max_a, alpha_a, tile_sum);
+      __syncwarp(); // every lane of the quad has read s_max
+      if (quad == 0) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          s_max[row0 + 8 * r] = max_a[r];
+          s_alpha0[row0 + 8 * r] = alpha_a[r];
+        }
+      }
+      sm90::named_barrier_arrive(kBarScale0, kConsumerThreads);
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+        sum[r] = sum[r] * alpha_a[r] + tile_sum[r];
+      rescale(alpha_a);
+      pack_rows_p<false>(p, s);
+      sm90::fence_array(o);
+      sm90::wgmma_fence();
+      pv_registers(a);
+      sm90::wgmma_commit();
+      if (kFewKeys) { // one tile: P's rounding residue too
+        sm90::wgmma_wait<0>();
+        sm90::fence_array(o);
+        sm90::fence_array(p);
+        pack_rows_p<true>(p, s);
+        sm90::wgmma_fence();
+        pv_registers(a);
+        sm90::wgmma_commit();
+      }
+      float alpha_b[2] = {1.0f, 1.0f};
+      if (has_b) {
+        sm90::named_barrier_sync(kBarScale1, kConsumerThreads);
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+          alpha_b[r] = s_alpha1[row0 + 8 * r];
+      }
+      store_rows_p<kFewKeys>(lay.stage(a) + 8 * kSlabBytes, lay.residue(), s, alpha_b, row0, quad);
+      sm90::fence_proxy_async(); // P_a is read by wgmma (the async proxy)
+      sm90::named_barrier_arrive(kBarPa, kConsumerThreads);
+      sm90::wgmma_wait<0>();
+      sm90::fence_array(o);
+      sm90::fence_array(p);
+      release(lay.empty(a % kStages));
+      if (has_b) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+          sum[r] *= alpha_b[r];
+        rescale(alpha_b);
+        sm90::named_barrier_sync(kBarPb, kConsumerThreads);
+        sm90::fence_array(o);
+        sm90::wgmma_fence();
+        pv_shared(b, p_desc);
+        sm90::wgmma_commit();
+      }
+      if (a + 2 < num_tiles) {
+        issue_s(a + 2);
+        sm90::wgmma_wait<2>(); // P_b V_b done; S of a + 2 may run on
+      } else {
+        sm90::wgmma_wait<0>();
+      }
+      sm90::fence_array(o);
+      if (has_b)
+        release(lay.empty(b % kStages));
+    } else {
+      float max_a[2], alpha_a[2];
+      sm90::wgmma_wait<0>(); // S_b (none pending without b)
+      sm90::fence_array(s);
+      sm90::named_barrier_sync(kBarScale0, kConsumerThreads);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        max_a[r] = s_max[row0 + 8 * r];
+        alpha_a[r] = s_alpha0[row0 + 8 * r];
+      }
+      if (has_b) {
+        float max_b[2], alpha_b[2], tile_sum[2];
+        softmax(b, max_a, max_b, alpha_b, tile_sum);
+        if (quad == 0) {
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            s_max[row0 + 8 * r] = max_b[r];
+            s_alpha1[row0 + 8 * r] = alpha_b[r];
+          }
+        }
+        sm90::named_barrier_arrive(kBarScale1, kConsumerThreads);
+        const float one[2] = {1.0f, 1.0f};
+        store_rows_p<false>(lay.p, 0, s, one, row0, quad);
+        sm90::fence_proxy_async();
+        sm90::named_barrier_arrive(kBarPb, kConsumerThreads);
+        float alpha[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          alpha[r] = alpha_a[r] * alpha_b[r];
+          sum[r] = sum[r] * alpha[r] + tile_sum[r];
+        }
+        rescale(alpha);
+        pack_rows_p<false>(p, s);
+        sm90::fence_array(o);
+        sm90::wgmma_fence();
+        pv_registers(b);
+        sm90::wgmma_commit();
+      } else {
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+          sum[r] *= alpha_a[r];
+        rescale(alpha_a);
+      }
+      sm90::named_barrier_sync(kBarPa, kConsumerThreads);
+      sm90::fence_array(o);
+      sm90::wgmma_fence();
+      pv_shared(a, sm90::smem_desc_sw128(lay.stage(a) + 8 * kSlabBytes, 16));
+      if (kFewKeys)
+        pv_shared(a, sm90::smem_desc_sw128(lay.residue(), 16));
+      sm90::wgmma_commit();
+      sm90::wgmma_wait<1>(); // P_b V_b (from registers) done
+      sm90::fence_array(p);
+      if (has_b)
+        release(lay.empty_hi(b % kStages));
+      sm90::wgmma_wait<0>();
+      sm90::fence_array(o);
+      release(lay.empty_hi(a % kStages));
+      if (b + 2 < num_tiles)
+        issue_s(b + 2);
+    }
+  }
+  sm90::wgmma_wait<0>(); // (nothing pending: for ptxas, which cannot tell)
+
+  // Row sums: this thread's keys, the quad's, then both consumers'.
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    sum[r] += shfl_xor(sum[r], 1);
+    sum[r] += shfl_xor(sum[r], 2);
+    if (quad == 0)
+      s_sum[consumer * 64 + row0 + 8 * r] = sum[r];
+  }
+  // Row sums visible, and every product done: the stage buffers are free.
+  sm90::named_barrier_sync(kBarOut, kConsumerThreads);
+  float scale[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = row0 + 8 * r;
+    const float total = s_sum[row] + s_sum[64 + row];
+    scale[r] = RowState::output_scale(total) * job.v_scale;
+    if (consumer == 0 && quad == 0 && is_real_row(job.row0 + row))
+      output.store_lse(job.row0 + row, total > 0.0f ? (s_max[row] + log2_approx(total)) * kLn2 : kNegInf);
+  }
+  // O, normalised, through shared memory so that each row is written in
+  // 16-byte pieces.
+#pragma unroll
+  for (int c = 0; c < 2; ++c)
+#pragma unroll
+    for (int i = 0; i < 64; i += 2) {
+      const int row = row0 + 8 * ((i % 4) / 2);
+      const int col = 256 * consumer + 128 * c + 8 * (i / 4) + 2 * quad;
+      const Float2 v = {o[c][i] * scale[(i % 4) / 2], o[c][i + 1] * scale[(i % 4) / 2]};
+      *reinterpret_cast<Float2 *>(staged + row * kOutStride + col) = v;
+    }
+  sm90::named_barrier_sync(kBarOut, kConsumerThreads);
+  const int tid = consumer * 128 + warp * 32 + lane;
+#pragma unroll 4
   for (int i = 0; i < kRowsN * kHeadDimV / 4 / kConsumerThreads; ++i) {
     const int idx = tid + kConsumerThreads * i;
     const int r = idx / (kHeadDimV / 4);
@@ -1320,8 +1662,7 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
   lay.kv = lay.q + kQBytes;
   lay.p = lay.kv + kStages * kStageBytes;
   lay.red = reinterpret_cast<float *>(aligned + (lay.p + kPBytes - base) / 2);
-  lay.alpha = lay.red + kConsumers * 4 * kSRows;
-  lay.total = lay.alpha + kRowsN;
+  lay.total = lay.red + 5 * kRowsN;
   lay.bars = lay.p + kPBytes + 4 * kRowFloats;
   float *const staged = reinterpret_cast<float *>(aligned + (lay.kv - base) / 2);
 
@@ -1330,7 +1671,13 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
     sm90::mbarrier_init(lay.q_full(), 128);
     for (int st = 0; st < kStages; ++st) {
       sm90::mbarrier_init(lay.full(st), 128);
-      sm90::mbarrier_init(lay.empty(st), 4 * kConsumers);
+      // One arrival per consumer warp; split stages: consumer 0's warps free
+      // the first half, consumer 1's the second.
+      sm90::mbarrier_init(lay.empty(st), 4);
+      if (kSplitStages) {
+        sm90::mbarrier_init(lay.full_hi(st), 128);
+        sm90::mbarrier_init(lay.empty_hi(st), 4);
+      }
     }
     sm90::mbarrier_init_fence();
   }
@@ -1338,10 +1685,10 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
   const int num_tiles = ceil_div(job.block_end - job.key_begin, kTileK);
   // Two consumers: the producer hands registers to them (O^T is 128 a
   // thread). The block holds 168 a thread (65536 / 384, rounded down to 8):
-  // 48 + 2 x 224 <= 3 x 168, else setmaxnreg.inc waits forever.
+  // 56 + 2 x 224 <= 3 x 168, else setmaxnreg.inc waits forever.
   if (tid >= kConsumerThreads) {
     if (kConsumers > 1)
-      sm90::setmaxnreg_dec<48>();
+      sm90::setmaxnreg_dec<56>();
     if (kCacheFP8)
       produce_fp8(job, cache, q, q_token_stride, q_head_stride, lay, num_tiles, tid - kConsumerThreads);
     else
@@ -1351,12 +1698,17 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
   if (kConsumers > 1)
     sm90::setmaxnreg_inc<224>();
   const int warp = tid / 32 % 4, lane = tid % 32;
-  if (tid >= 128) // the second consumer
-    num_tiles == 1 ? consume<true, kConsumers - 1>(job, output, lay, num_tiles, warp, lane, staged)
-                   : consume<false, kConsumers - 1>(job, output, lay, num_tiles, warp, lane, staged);
-  else
-    num_tiles == 1 ? consume<true, 0>(job, output, lay, num_tiles, warp, lane, staged)
-                   : consume<false, 0>(job, output, lay, num_tiles, warp, lane, staged);
+  if constexpr (kConsumers > 1) {
+    if (tid >= 128) // the second consumer
+      num_tiles == 1 ? consume_rows<true, 1>(job, output, lay, num_tiles, warp, lane, staged)
+                     : consume_rows<false, 1>(job, output, lay, num_tiles, warp, lane, staged);
+    else
+      num_tiles == 1 ? consume_rows<true, 0>(job, output, lay, num_tiles, warp, lane, staged)
+                     : consume_rows<false, 0>(job, output, lay, num_tiles, warp, lane, staged);
+  } else {
+    num_tiles == 1 ? consume<true>(job, output, lay, num_tiles, warp, lane, staged)
+                   : consume<false>(job, output, lay, num_tiles, warp, lane, staged);
+  }
 }
 
 } // namespace warpgroup_mma

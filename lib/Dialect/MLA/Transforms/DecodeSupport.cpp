@@ -60,9 +60,10 @@ int64_t mlagen::mla::getDecodeSharedBytes(DecodeOp op, DecodeTilingAttr tiling,
   if (isWarpgroupDecode(op, tiling, target)) {
     // 1024 bytes of alignment slack, Q, the stages and P as 16-bit in
     // unpadded swizzled rows, per-warp row maxima of each consumer, alpha
-    // and row totals (6 floats a row), q_full and full/empty per stage.
+    // and row totals (6 floats a row), q_full and, per stage, full/empty
+    // (for each of its two halves with 64 rows: two consumers free them).
     return 1024 + 2 * (rows * dqk + stages * tileK * dqk + rows * tileK) +
-           4 * 6 * rows + 8 * (1 + 2 * stages);
+           4 * 6 * rows + 8 * (1 + (rows == 64 ? 4 : 2) * stages);
   }
   if (isCDNA(target.arch)) {
     // Q stays in registers; rows are padded by the elements a lane holds
