@@ -925,6 +925,9 @@ struct Layout {
 MLAGEN_DEVICE void store_shared_u16(u32 addr, u32 v) {
   asm volatile("st.shared.u16 [%0], %1;" ::"r"(addr), "h"((unsigned short)v) : "memory");
 }
+MLAGEN_DEVICE void store_shared_u32(u32 addr, u32 v) {
+  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
 
 // Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled slab.
 MLAGEN_DEVICE u32 swizzled(int row, int chunk) { return row * 128 + ((chunk ^ (row % 8)) * 16); }
@@ -1333,10 +1336,9 @@ MLAGEN_DEVICE void store_rows_p(u32 slab, u32 residue_slab, const float (&s)[32]
     const float v0 = s[2 * k] * scale[r], v1 = s[2 * k + 1] * scale[r];
     const u32 packed = pack2<MmaElem>(v0, v1);
     const u32 at = swizzled(row0 + 8 * r, k / 2) + quad * 4;
-    asm volatile("st.shared.b32 [%0], %1;" ::"r"(slab + at), "r"(packed) : "memory");
+    store_shared_u32(slab + at, packed);
     if (kResidue)
-      asm volatile("st.shared.b32 [%0], %1;" ::"r"(residue_slab + at), "r"(rounding_residue<MmaElem>(v0, v1, packed))
-                   : "memory");
+      store_shared_u32(residue_slab + at, rounding_residue<MmaElem>(v0, v1, packed));
   }
 }
 
