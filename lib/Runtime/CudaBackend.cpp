@@ -120,6 +120,22 @@ public:
     return Status::ok();
   }
 
+  Status encodeTensorMap(const TensorMapRequest &request,
+                         void *map) const override {
+    if (!api_.tensorMapEncodeTiled)
+      return Status(StatusCode::Unsupported,
+                    "the driver has no cuTensorMapEncodeTiled (CUDA < 12.0)");
+    const unsigned elementStrides[3] = {1, 1, 1};
+    if (cu::Result rc = api_.tensorMapEncodeTiled(
+            map, cu::kTensorMapDataTypeUint16, 3,
+            const_cast<void *>(request.base), request.sizes, request.strides,
+            request.box, elementStrides, cu::kTensorMapInterleaveNone,
+            cu::kTensorMapSwizzle128B, cu::kTensorMapL2Promotion256B,
+            cu::kTensorMapOOBFillNone))
+      return error("cuTensorMapEncodeTiled", rc);
+    return Status::ok();
+  }
+
   Status allocate(size_t bytes, void *&ptr) override {
     ContextScope scope(api_, context_);
     cu::DevicePtr device = 0;
@@ -227,6 +243,9 @@ Status bindDriver(const DynamicLibrary &lib, cu::API &api) {
       return status;
   api.launchKernelEx = reinterpret_cast<decltype(api.launchKernelEx)>(
       lib.lookup("cuLaunchKernelEx"));
+  api.tensorMapEncodeTiled =
+      reinterpret_cast<decltype(api.tensorMapEncodeTiled)>(
+          lib.lookup("cuTensorMapEncodeTiled"));
   return Status::ok();
 }
 

@@ -197,6 +197,30 @@ Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
   return Status::ok();
 }
 
+bool describeCacheTensorMap(const Signature &sig, const CodeObject &code,
+                            const DecodeArgs &args, const DecodeLaunch &launch,
+                            TensorMapRequest &request) {
+  constexpr int kTile = 64;
+  if (sig.arch != Arch::SM90A || code.tileQ != 64 || code.tileK != kTile ||
+      sig.pageSize != kTile || sig.kvType == DType::FP8E4M3 ||
+      sig.headDimQK % kTile != 0)
+    return false;
+  const DecodeParams &p = launch.params;
+  request.base = p.kv_cache;
+  // Unchecked launches do not say how many pages the cache holds: the map
+  // then covers 2^31 of them (the kernel reads only pages of the table).
+  const int64_t pages = args.checked ? args.numBlocks : (int64_t(1) << 31);
+  request.sizes[0] = static_cast<unsigned long long>(sig.headDimQK);
+  request.sizes[1] = kTile;
+  request.sizes[2] = static_cast<unsigned long long>(pages);
+  request.strides[0] = static_cast<unsigned long long>(p.kv_token_stride) * 2;
+  request.strides[1] = static_cast<unsigned long long>(p.kv_block_stride) * 2;
+  request.box[0] = kTile; // 128 bytes: the swizzle's span
+  request.box[1] = kTile;
+  request.box[2] = 1;
+  return true;
+}
+
 Status checkDecodeErrors(const int *flags) {
   if (!flags)
     return invalidArgument("checkDecodeErrors: flags is null");

@@ -20,6 +20,14 @@ Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
                            const DecodeArgs &args, DecodeLaunch &out,
                            bool &empty);
 
+// Whether the kernel reads whole pages with bulk tensor copies (sm_90a,
+// 64-row blocks, pages of one 64-key tile, a 16-bit cache); if so,
+// `request` describes the cache of `launch` as [pages][64 keys][qk dim] in
+// 64 x 64 boxes. The kernel falls back to cp.async when kv_map_ready is 0.
+bool describeCacheTensorMap(const Signature &sig, const CodeObject &code,
+                            const DecodeArgs &args, const DecodeLaunch &launch,
+                            TensorMapRequest &request);
+
 } // namespace mlagen
 
 #endif // MLAGEN_LIB_RUNTIME_DECODELAUNCH_H

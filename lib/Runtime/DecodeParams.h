@@ -36,6 +36,11 @@ struct DecodeParams {
   int *error_flags;
   int num_blocks; // pages in the cache (checked mode)
   int max_pages;  // pages of a block-table row (checked mode)
+  // 1: kv_map describes the cache for bulk tensor copies (sm_90a kernels
+  // that read whole 64-key pages with TMA); 0: those kernels copy with
+  // cp.async instead. Other kernels ignore both.
+  int kv_map_ready;
+  alignas(64) unsigned char kv_map[128]; // a CUtensorMap
 };
 
 static_assert(sizeof(void *) == 8 && sizeof(long long) == 8,
@@ -66,7 +71,9 @@ static_assert(offsetof(DecodeParams, kv_scale) == 164);
 static_assert(offsetof(DecodeParams, error_flags) == 168);
 static_assert(offsetof(DecodeParams, num_blocks) == 176);
 static_assert(offsetof(DecodeParams, max_pages) == 180);
-static_assert(sizeof(DecodeParams) == 184);
+static_assert(offsetof(DecodeParams, kv_map_ready) == 184);
+static_assert(offsetof(DecodeParams, kv_map) == 192);
+static_assert(sizeof(DecodeParams) == 320);
 
 } // namespace mlagen
 

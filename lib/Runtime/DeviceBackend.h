@@ -42,6 +42,16 @@ struct LaunchGeometry {
   bool earlyStart = false;
 };
 
+// A 3-D tensor of 16-bit elements in global memory, read in boxes into
+// shared memory with the 128-byte swizzle: sizes and box in elements,
+// innermost first; strides of dimensions 1 and 2 in bytes.
+struct TensorMapRequest {
+  const void *base = nullptr;
+  unsigned long long sizes[3] = {};
+  unsigned long long strides[2] = {};
+  unsigned box[3] = {};
+};
+
 class DeviceBackend {
 public:
   virtual ~DeviceBackend() = default;
@@ -59,6 +69,17 @@ public:
   virtual Status launch(const DeviceFunction &function,
                         const LaunchGeometry &geometry, void *stream,
                         void **params) = 0;
+
+  // Describes `request` as a tensor map for bulk tensor copies (sm_90 TMA)
+  // in `map`'s 128 bytes. Unsupported where the driver has none (HIP, CUDA
+  // before 12.0): callers then copy without one.
+  virtual Status encodeTensorMap(const TensorMapRequest &request,
+                                 void *map) const {
+    (void)request;
+    (void)map;
+    return Status(StatusCode::Unsupported,
+                  description() + " has no tensor maps");
+  }
 
   virtual Status allocate(size_t bytes, void *&ptr) = 0;
   virtual Status release(void *ptr) = 0;

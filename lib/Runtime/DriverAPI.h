@@ -30,6 +30,12 @@ enum : int {
   kAttributeMaxSharedMemoryPerBlockOptin = 97,
   kFunctionAttributeMaxDynamicSharedSizeBytes = 8,
   kLaunchAttributeProgrammaticStreamSerialization = 6,
+  kTensorMapDataTypeUint16 = 1,
+  kTensorMapInterleaveNone = 0,
+  kTensorMapSwizzle128B = 3,
+  kTensorMapL2Promotion256B = 3,
+  kTensorMapOOBFillNone = 0,
+  kTensorMapBytes = 128,
 };
 
 // cuLaunchKernelEx's configuration (CUDA >= 12.0), for programmatic
@@ -83,6 +89,16 @@ struct API {
   // Optional (null on drivers before CUDA 12.0): looked up, not bound.
   Result (*launchKernelEx)(const LaunchConfig *config, Function function,
                            void **params, void **extra);
+  // cuTensorMapEncodeTiled (CUDA >= 12.0), optional as well: `map` is a
+  // CUtensorMap (128 bytes, 64-byte aligned); the enums are passed as ints.
+  Result (*tensorMapEncodeTiled)(void *map, int dataType, unsigned rank,
+                                 void *globalAddress,
+                                 const unsigned long long *globalDim,
+                                 const unsigned long long *globalStrides,
+                                 const unsigned *boxDim,
+                                 const unsigned *elementStrides,
+                                 int interleave, int swizzle, int l2Promotion,
+                                 int oobFill);
 };
 } // namespace cu
 

@@ -118,6 +118,11 @@ Status checkGenerated(const Signature &sig, const GeneratedKernel &kernel) {
   return Status::ok();
 }
 
+bool decodeTensorMapsEnabled() {
+  const char *text = std::getenv("MLAGEN_DECODE_TMA");
+  return !(text && std::string(text) == "0");
+}
+
 class RuntimeImpl final : public Runtime {
 public:
   explicit RuntimeImpl(RuntimeOptions options)
@@ -250,6 +255,10 @@ private:
   std::mutex warnedMutex_;
   std::set<std::string> warned_;
   KernelCache memory_;
+  // 64-row sm_90a decode reads whole pages with bulk tensor copies (H200
+  // B128 H128: 300 us against 357 with cp.async); $MLAGEN_DECODE_TMA=0
+  // turns them off (to compare, or to rule them out).
+  const bool decodeTensorMaps_ = decodeTensorMapsEnabled();
 };
 
 // Splits $MLAGEN_BUNDLE_PATH at colons, dropping empty parts.
@@ -502,6 +511,16 @@ Status RuntimeImpl::runDecode(const Kernel &kernel, const DecodeArgs &args) {
           loaded->signature(), loaded->codeObject(), args, launch, empty);
       !status || empty)
     return status;
+  TensorMapRequest cacheMap;
+  if (decodeTensorMaps_ &&
+      describeCacheTensorMap(loaded->signature(), loaded->codeObject(), args,
+                             launch, cacheMap)) {
+    // Without a map (no driver support, a layout TMA cannot describe) the
+    // kernel copies with cp.async: slower, same results.
+    launch.params.kv_map_ready =
+        backend_->encodeTensorMap(cacheMap, launch.params.kv_map).isOk() ? 1
+                                                                         : 0;
+  }
   const DeviceFunction &function = loaded->function();
   if (function.extraFunctions.empty())
     return Status(StatusCode::Internal,

@@ -24,7 +24,7 @@
 // MANIFEST: "entry": "mlagen_decode",
 // MANIFEST: "rows_per_block": 3,
 // MANIFEST: "padded_heads": 128,
-// MANIFEST: "shared_bytes": 232008,
+// MANIFEST: "shared_bytes": 232120,
 // MANIFEST: "tile_k": 64,
 
 mla.decode @tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, q_type = bf16, kv_type = bf16, out_type = bf16

@@ -34,6 +34,8 @@ struct mlagen_decode_params {
   int *error_flags; // checked mode: 8 ints, the first bad request; null: unchecked
   int num_blocks;   // checked mode: pages in the cache
   int max_pages;    // checked mode: pages of a block-table row
+  int kv_map_ready; // 1: kv_map describes the cache (64-row sm_90a blocks, pages of 64 keys)
+  alignas(64) unsigned char kv_map[128]; // CUtensorMap for bulk tensor copies of whole pages
 };
 
 namespace mlagen {
@@ -883,9 +885,12 @@ constexpr int kOutStride = kHeadDimV + 4; // fp32 staging of O, conflict-free wr
 // Two consumers release a stage in two halves: slabs 0..3 (V's columns
 // 0..255, consumer 0's) and 4..8 (V's columns 256..511 and K's last 64).
 constexpr bool kSplitStages = kConsumers == 2;
-// q_full, then per stage full[], empty[] and, for split stages, the second
-// half's full_hi[] and empty_hi[].
-constexpr int kNumBarriers = 1 + (kSplitStages ? 4 : 2) * kStages;
+// q_full, then per stage its full barriers (one per slab for split stages,
+// so that S starts on the first slabs while the rest stream in) and its
+// empty barriers (one per half for split stages).
+constexpr int kFullPerStage = kSplitStages ? kSlabs : 1;
+constexpr int kEmptyPerStage = kSplitStages ? 2 : 1;
+constexpr int kNumBarriers = 1 + (kFullPerStage + kEmptyPerStage) * kStages;
 // Six floats a row: one consumer's per-warp row maxima (at the end, row
 // sums) and row totals; consume_rows's maxima, rescale factors and sums.
 constexpr int kRowFloats = 6 * kRowsN;
@@ -914,10 +919,10 @@ struct Layout {
   float *total; // [kRowsN]: row sums at the end (one consumer)
   u32 bars;
   MLAGEN_DEVICE u32 q_full() const { return bars; }
-  MLAGEN_DEVICE u32 full(int stage) const { return bars + 8 * (1 + stage); }
-  MLAGEN_DEVICE u32 empty(int stage) const { return bars + 8 * (1 + kStages + stage); }
-  MLAGEN_DEVICE u32 full_hi(int stage) const { return bars + 8 * (1 + 2 * kStages + stage); }
-  MLAGEN_DEVICE u32 empty_hi(int stage) const { return bars + 8 * (1 + 3 * kStages + stage); }
+  MLAGEN_DEVICE u32 full(int stage, int slab = 0) const { return bars + 8 * (1 + stage * kFullPerStage + slab); }
+  MLAGEN_DEVICE u32 empty(int stage, int half = 0) const {
+    return bars + 8 * (1 + kStages * kFullPerStage + stage * kEmptyPerStage + half);
+  }
   MLAGEN_DEVICE u32 stage(int it) const { return kv + (it % kStages) * kStageBytes; }
   MLAGEN_DEVICE u32 residue() const { return kv + kStageBytes; }
 };
@@ -932,28 +937,19 @@ MLAGEN_DEVICE void store_shared_u32(u32 addr, u32 v) {
 // Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled slab.
 MLAGEN_DEVICE u32 swizzled(int row, int chunk) { return row * 128 + ((chunk ^ (row % 8)) * 16); }
 
+// The half of tile it's stage freed first: an even tile's owner (consumer
+// 0) frees slabs 0..3 right after its own product, while consumer 1 reads
+// slabs 4..8 last; an odd tile's are freed the other way round.
+MLAGEN_DEVICE int first_half(int it) { return kSplitStages ? it % 2 : 0; }
+
 // The producer: Q, then every tile of the item. Thread t copies 16-byte
 // chunk t % 8 of rows t / 8 + 16 i of every slab; the row's page is looked
 // up one tile ahead, so the block table's latency hides behind the wait for
 // a free buffer.
-MLAGEN_DEVICE void produce(const Job &job, const PagedCache &cache, const void *q, long long q_token_stride,
-                           long long q_head_stride, const Layout &lay, int num_tiles, int ptid) {
+MLAGEN_DEVICE void produce(const Job &job, const PagedCache &cache, const Layout &lay, int num_tiles, int ptid) {
   const int row = ptid / 8;
   const int chunk = ptid % 8;
   constexpr int kPasses = kTileK / 16;
-  if (num_tiles > 0) {
-#pragma unroll
-    for (int r = row; r < kRowsN; r += 16) {
-      const int g = job.row0 + r;
-      const bool valid = is_real_row(g);
-      const u16 *src = valid ? reinterpret_cast<const u16 *>(q_row(q, g, q_token_stride, q_head_stride)) + chunk * 8
-                             : cache.base;
-#pragma unroll
-      for (int s = 0; s < kSlabs; ++s)
-        nv::cp_async_16(lay.q + s * kQSlabBytes + swizzled(r, chunk), valid ? src + s * 64 : src, valid);
-    }
-    sm90::cp_async_arrive(lay.q_full());
-  }
   int page[kPasses];
   auto lookup = [&](int it) {
 #pragma unroll
@@ -967,29 +963,100 @@ MLAGEN_DEVICE void produce(const Job &job, const PagedCache &cache, const void *
     const u32 dst = lay.stage(it);
     const int k0 = job.key_begin + it * kTileK;
     // Two consumers free the halves of a stage at different times; each
-    // half refills as soon as it is free.
+    // half refills as soon as it is free, in the order they free up.
 #pragma unroll
-    for (int half = 0; half < (kSplitStages ? 2 : 1); ++half) {
+    for (int h = 0; h < (kSplitStages ? 2 : 1); ++h) {
+      const int half = first_half(it) ^ h;
       const int s_begin = kSplitStages && half == 1 ? 4 : 0;
       const int s_end = kSplitStages && half == 0 ? 4 : kSlabs;
       if (it >= kStages)
-        sm90::mbarrier_wait(half == 0 ? lay.empty(it % kStages) : lay.empty_hi(it % kStages), (it / kStages - 1) & 1);
+        sm90::mbarrier_wait(lay.empty(it % kStages, half), (it / kStages - 1) & 1);
 #pragma unroll
       for (int i = 0; i < kPasses; ++i) {
         const int r = row + 16 * i;
         const bool valid = page[i] >= 0;
         // A row past the keys reads nothing and is zero-filled.
         const u16 *src = (valid ? cache.row(page[i], k0 + r) : cache.base) + chunk * 8;
-#pragma unroll
         for (int s = s_begin; s < s_end; ++s)
           nv::cp_async_16_l2_128(dst + s * kSlabBytes + swizzled(r, chunk), valid ? src + s * 64 : src, valid);
       }
-      sm90::cp_async_arrive(half == 0 ? lay.full(it % kStages) : lay.full_hi(it % kStages));
+      // The half's first slab barrier stands for the half.
+      sm90::cp_async_arrive(lay.full(it % kStages, s_begin));
     }
     if (it + 1 < num_tiles)
       lookup(it + 1);
   }
-  sm90::cp_async_wait_all(); // no copy outlives the thread
+}
+
+// Whole pages by bulk tensor copies (TMA): 64-row blocks whose pages are
+// one tile each, from a 16-bit cache, when the host passes a tensor map of
+// the cache (DecodeParams::kv_map; without one, `produce`).
+constexpr bool kBulkTiles = kSplitStages && kPageSize == kTileK && !kCacheFP8;
+
+// Two producer warps, one per half of a stage (the halves free up at
+// different times, so neither waits behind the other): lane 0 copies each
+// tile's half as one 64 x 64 box per slab, completing on the slab's own
+// full barrier. A tile that ends inside its page (an item's last) is copied
+// by the warp with cp.async instead, which zero-fills the rows past the
+// keys, and announced on the slab barriers once all of it has landed.
+MLAGEN_DEVICE void produce_bulk(const Job &job, const PagedCache &cache, const void *kv_map, const Layout &lay,
+                                int num_tiles, int warp, int lane) {
+  const int half = warp;
+  const int s_begin = half == 0 ? 0 : 4;
+  const int s_end = half == 0 ? 4 : kSlabs;
+  // The tile's page, looked up a tile ahead (lane 0).
+  int page = lane == 0 && num_tiles > 0 ? cache.page_of(job.key_begin) : 0;
+  if (lane == 0)
+    sm90::prefetch_tensor_map(kv_map);
+  for (int it = 0; it < num_tiles; ++it) {
+    const u32 dst = lay.stage(it);
+    const int k0 = job.key_begin + it * kTileK;
+    if (it >= kStages)
+      sm90::mbarrier_wait(lay.empty(it % kStages, half), (it / kStages - 1) & 1);
+    if (k0 % kTileK == 0 && k0 + kTileK <= job.block_end) {
+      if (lane == 0)
+        for (int s = s_begin; s < s_end; ++s) {
+          sm90::mbarrier_arrive_expect_tx(lay.full(it % kStages, s), kSlabBytes);
+          sm90::tma_load_3d(dst + s * kSlabBytes, kv_map, 64 * s, 0, page, lay.full(it % kStages, s));
+        }
+    } else {
+      const int chunk = lane % 8;
+      for (int r = lane / 8; r < kTileK; r += 4) {
+        const int key = k0 + r;
+        const bool valid = key < job.block_end;
+        const u16 *src = (valid ? cache.row(cache.page_of(key), key) : cache.base) + chunk * 8;
+        for (int s = s_begin; s < s_end; ++s)
+          nv::cp_async_16(dst + s * kSlabBytes + swizzled(r, chunk), valid ? src + s * 64 : src, valid);
+      }
+      sm90::cp_async_wait_all();
+      sm90::fence_proxy_async(); // for wgmma: the consumers do not fence in bulk mode
+      __syncwarp();
+      if (lane == 0)
+        for (int s = s_begin; s < s_end; ++s)
+          sm90::mbarrier_arrive(lay.full(it % kStages, s));
+    }
+    const int next = k0 + kTileK;
+    if (lane == 0 && it + 1 < num_tiles)
+      page = cache.page_of(next);
+  }
+}
+
+// Q, by all four producer warps.
+MLAGEN_DEVICE void produce_q(const Job &job, const PagedCache &cache, const void *q, long long q_token_stride,
+                             long long q_head_stride, const Layout &lay, int ptid) {
+  const int row = ptid / 8;
+  const int chunk = ptid % 8;
+#pragma unroll
+  for (int r = row; r < kRowsN; r += 16) {
+    const int g = job.row0 + r;
+    const bool valid = is_real_row(g);
+    const u16 *src =
+        valid ? reinterpret_cast<const u16 *>(q_row(q, g, q_token_stride, q_head_stride)) + chunk * 8 : cache.base;
+#pragma unroll
+    for (int s = 0; s < kSlabs; ++s)
+      nv::cp_async_16(lay.q + s * kQSlabBytes + swizzled(r, chunk), valid ? src + s * 64 : src, valid);
+  }
+  sm90::cp_async_arrive(lay.q_full());
 }
 
 MLAGEN_DEVICE void store_shared_16(u32 addr, const Raw16 &v) {
@@ -1354,7 +1421,13 @@ MLAGEN_DEVICE void pack_rows_p(u32 (&p)[4][4], const float (&s)[32]) {
                           : pack2<MmaElem>(s[8 * ps + 2 * j], s[8 * ps + 2 * j + 1]);
 }
 
-template <bool kFewKeys, int consumer>
+template <bool kValue> struct BoolConstant {
+  static constexpr bool value = kValue;
+};
+
+// kSlabBarriers (bulk copies) is a template parameter for the same reason
+// as kFewKeys: a branch between wgmmas makes ptxas serialise them (C7520).
+template <bool kFewKeys, int consumer, bool kSlabBarriers>
 MLAGEN_DEVICE void consume_rows(const Job &job, const Output &output, const Layout &lay, int num_tiles, int warp,
                                 int lane, float *staged) {
   const int group = lane / 4;
@@ -1381,25 +1454,41 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const Output &output, const Layo
   u32 p[4][4];
   float sum[2] = {0.0f, 0.0f};
 
-  // S of tile it, in two commit groups: one per half of the stage.
-  auto issue_s = [&](int it) {
+  // S of tile it, in two commit groups: one per half of the stage, in the
+  // order the producer fills them (first_half: this consumer's tiles are
+  // those with it % 2 == consumer). `between` runs once the first group is
+  // issued, before waiting for the second half's copy.
+  auto issue_s = [&](int it, auto between) {
     const u32 stage = lay.stage(it);
     const u64 k_desc = sm90::smem_desc_sw128(stage, 16);
     const u32 parity = (it / kStages) & 1;
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      sm90::mbarrier_wait(half == 0 ? lay.full(it % kStages) : lay.full_hi(it % kStages), parity);
-      sm90::fence_proxy_async(); // cp.async wrote through the generic proxy
-      sm90::wgmma_fence();
+    for (int h = 0; h < 2; ++h) {
+      const int half = consumer ^ h;
 #pragma unroll
-      for (int sl = half == 0 ? 0 : 4; sl < (half == 0 ? 4 : kSlabs); ++sl)
+      for (int sl = half == 0 ? 0 : 4; sl < (half == 0 ? 4 : kSlabs); ++sl) {
+        // Bulk copies complete slab by slab, in the async proxy that wgmma
+        // reads through (no proxy fence: one here would wait for the
+        // products in flight); cp.async copies half by half. The wgmma fence
+        // after each wait is ours: one ptxas inserts after the wait's loop
+        // serialises the products (C7520).
+        if (kSlabBarriers || sl == 4 * half) {
+          sm90::mbarrier_wait(lay.full(it % kStages, sl), parity);
+          if (!kSlabBarriers)
+            sm90::fence_proxy_async(); // cp.async wrote through the generic proxy
+          sm90::wgmma_fence();
+        }
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks)
           WgmmaRowS::ss<0>(s, q_desc + (sl * kQSlabBytes + ks * 32) / 16, k_desc + (sl * kSlabBytes + ks * 32) / 16,
-                           sl + ks > 0);
+                           h > 0 || sl != 4 * half || ks > 0);
+      }
       sm90::wgmma_commit();
+      if (h == 0)
+        between();
     }
   };
+  auto nothing = [] {};
   // O += P V over this consumer's 256 columns of tile it: P from registers.
   auto pv_registers = [&](int it) {
     const u64 v_desc = sm90::smem_desc_sw128(lay.stage(it), kSlabBytes); // LBO: next 64 columns
@@ -1471,7 +1560,7 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const Output &output, const Layo
   if (num_tiles > 0) {
     sm90::mbarrier_wait(lay.q_full(), 0);
     if (consumer < num_tiles)
-      issue_s(consumer);
+      issue_s(consumer, nothing);
   }
   for (int a = 0; a < num_tiles; a += 2) {
     const int b = a + 1;
@@ -1537,15 +1626,22 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const Output &output, const Layo
         pv_shared(b, p_desc);
         sm90::wgmma_commit();
       }
+      // b's first half is free once P_b V_b is done: release it before
+      // waiting on the second half of tile a + 2, which consumer 1 frees.
+      auto release_b = [&] {
+        sm90::wgmma_wait<1>(); // P_b V_b done; S of a + 2's first half may run on
+        sm90::fence_array(o);
+        if (has_b)
+          release(lay.empty(b % kStages));
+      };
       if (a + 2 < num_tiles) {
-        issue_s(a + 2);
-        sm90::wgmma_wait<2>(); // P_b V_b done; S of a + 2 may run on
+        issue_s(a + 2, release_b);
       } else {
         sm90::wgmma_wait<0>();
+        sm90::fence_array(o);
+        if (has_b)
+          release(lay.empty(b % kStages));
       }
-      sm90::fence_array(o);
-      if (has_b)
-        release(lay.empty(b % kStages));
     } else {
       float max_a[2], alpha_a[2];
       sm90::wgmma_wait<0>(); // S_b (none pending without b)
@@ -1599,12 +1695,12 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const Output &output, const Layo
       sm90::wgmma_wait<1>(); // P_b V_b (from registers) done
       sm90::fence_array(p);
       if (has_b)
-        release(lay.empty_hi(b % kStages));
+        release(lay.empty(b % kStages, 1));
       sm90::wgmma_wait<0>();
       sm90::fence_array(o);
-      release(lay.empty_hi(a % kStages));
+      release(lay.empty(a % kStages, 1));
       if (b + 2 < num_tiles)
-        issue_s(b + 2);
+        issue_s(b + 2, nothing);
     }
   }
   sm90::wgmma_wait<0>(); // (nothing pending: for ptxas, which cannot tell)
@@ -1655,7 +1751,7 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const Output &output, const Layo
 }
 
 MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q, long long q_token_stride,
-                          long long q_head_stride, const Output &output, u16 *smem) {
+                          long long q_head_stride, const void *kv_map, const Output &output, u16 *smem) {
   const u32 raw = nv::shared_address(smem);
   const u32 base = (raw + 1023u) & ~1023u;
   u16 *const aligned = smem + (base - raw) / 2;
@@ -1669,17 +1765,17 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
   float *const staged = reinterpret_cast<float *>(aligned + (lay.kv - base) / 2);
 
   const int tid = thread_index();
+  const bool bulk = kBulkTiles && kv_map != nullptr;
   if (tid == 0) {
     sm90::mbarrier_init(lay.q_full(), 128);
     for (int st = 0; st < kStages; ++st) {
-      sm90::mbarrier_init(lay.full(st), 128);
+      for (int sl = 0; sl < kFullPerStage; ++sl)
+        sm90::mbarrier_init(lay.full(st, sl), bulk ? 1 : 128);
       // One arrival per consumer warp; split stages: consumer 0's warps free
       // the first half, consumer 1's the second.
       sm90::mbarrier_init(lay.empty(st), 4);
-      if (kSplitStages) {
-        sm90::mbarrier_init(lay.full_hi(st), 128);
-        sm90::mbarrier_init(lay.empty_hi(st), 4);
-      }
+      if (kSplitStages)
+        sm90::mbarrier_init(lay.empty(st, 1), 4);
     }
     sm90::mbarrier_init_fence();
   }
@@ -1691,22 +1787,39 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
   if (tid >= kConsumerThreads) {
     if (kConsumers > 1)
       sm90::setmaxnreg_dec<56>();
-    if (kCacheFP8)
-      produce_fp8(job, cache, q, q_token_stride, q_head_stride, lay, num_tiles, tid - kConsumerThreads);
-    else
-      produce(job, cache, q, q_token_stride, q_head_stride, lay, num_tiles, tid - kConsumerThreads);
+    const int ptid = tid - kConsumerThreads;
+    if (kCacheFP8) {
+      produce_fp8(job, cache, q, q_token_stride, q_head_stride, lay, num_tiles, ptid);
+    } else {
+      if (num_tiles > 0)
+        produce_q(job, cache, q, q_token_stride, q_head_stride, lay, ptid);
+      if (bulk) {
+        if (ptid < 64)
+          produce_bulk(job, cache, kv_map, lay, num_tiles, ptid / 32, ptid % 32);
+      } else {
+        produce(job, cache, lay, num_tiles, ptid);
+      }
+      sm90::cp_async_wait_all(); // no copy outlives the thread
+    }
     return;
   }
   if (kConsumers > 1)
     sm90::setmaxnreg_inc<224>();
   const int warp = tid / 32 % 4, lane = tid % 32;
   if constexpr (kConsumers > 1) {
-    if (tid >= 128) // the second consumer
-      num_tiles == 1 ? consume_rows<true, 1>(job, output, lay, num_tiles, warp, lane, staged)
-                     : consume_rows<false, 1>(job, output, lay, num_tiles, warp, lane, staged);
+    auto run = [&](auto slab_barriers) {
+      constexpr bool kSlab = decltype(slab_barriers)::value;
+      if (tid >= 128) // the second consumer
+        num_tiles == 1 ? consume_rows<true, 1, kSlab>(job, output, lay, num_tiles, warp, lane, staged)
+                       : consume_rows<false, 1, kSlab>(job, output, lay, num_tiles, warp, lane, staged);
+      else
+        num_tiles == 1 ? consume_rows<true, 0, kSlab>(job, output, lay, num_tiles, warp, lane, staged)
+                       : consume_rows<false, 0, kSlab>(job, output, lay, num_tiles, warp, lane, staged);
+    };
+    if (bulk)
+      run(BoolConstant<kBulkTiles>());
     else
-      num_tiles == 1 ? consume_rows<true, 0>(job, output, lay, num_tiles, warp, lane, staged)
-                     : consume_rows<false, 0>(job, output, lay, num_tiles, warp, lane, staged);
+      run(BoolConstant<false>());
   } else {
     num_tiles == 1 ? consume<true>(job, output, lay, num_tiles, warp, lane, staged)
                    : consume<false>(job, output, lay, num_tiles, warp, lane, staged);
@@ -2035,10 +2148,16 @@ constexpr int kMinBlocksPerSM =
 #else
 #define MLAGEN_DECODE_LAUNCH_BOUNDS __launch_bounds__(mlagen_config::kThreads)
 #endif
+#if MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
+#define MLAGEN_GRID_CONSTANT const __grid_constant__
+#else
+#define MLAGEN_GRID_CONSTANT const
+#endif
 
 // Grid: x = max_work (blocks past num_work[0] exit), y = ceil(kQLen *
 // kNumHeads / kHeadsPerBlock). Block: kThreads; dynamic shared memory kSharedBytes.
-extern "C" __global__ void MLAGEN_DECODE_LAUNCH_BOUNDS mlagen_decode(mlagen_decode_params p) {
+// __grid_constant__: the tensor map is read in place, in parameter space.
+extern "C" __global__ void MLAGEN_DECODE_LAUNCH_BOUNDS mlagen_decode(MLAGEN_GRID_CONSTANT mlagen_decode_params p) {
   using namespace mlagen;
   using namespace mlagen::decode;
   extern __shared__ __attribute__((aligned(16))) u16 mlagen_smem[];
@@ -2063,7 +2182,8 @@ extern "C" __global__ void MLAGEN_DECODE_LAUNCH_BOUNDS mlagen_decode(mlagen_deco
   const void *q = static_cast<const u8 *>(p.q) + job.batch * p.q_batch_stride * kQElemBytes;
 #if MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
   if (kWarpgroupDecode)
-    warpgroup_mma::attend(job, cache, q, p.q_token_stride, p.q_head_stride, output, mlagen_smem);
+    warpgroup_mma::attend(job, cache, q, p.q_token_stride, p.q_head_stride, p.kv_map_ready ? p.kv_map : nullptr,
+                          output, mlagen_smem);
   else
     warp_mma::attend(job, cache, q, p.q_token_stride, p.q_head_stride, output, mlagen_smem);
 #elif MLAGEN_TARGET_NVIDIA

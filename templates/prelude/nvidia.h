@@ -246,6 +246,25 @@ MLAGEN_DEVICE void cp_async_arrive(u32 bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
 }
 MLAGEN_DEVICE void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+// One arrival on `bar` that also makes its phase wait for `bytes` more of
+// bulk copies (tma_load_3d) to land.
+MLAGEN_DEVICE void mbarrier_arrive_expect_tx(u32 bar, u32 bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+// Brings a tensor map into the TMA unit's descriptor cache ahead of use.
+MLAGEN_DEVICE void prefetch_tensor_map(const void *map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
+}
+// Bulk tensor copy (TMA) of the box at element coordinates (c0, c1, c2) of
+// the 3-D tensor map `map` (a kernel parameter) into shared memory at `dst`,
+// laid out as the map says (here: 128-byte swizzle); completes its bytes on
+// `bar`.
+MLAGEN_DEVICE void tma_load_3d(u32 dst, const void *map, int c0, int c1, int c2, u32 bar) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+               " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(dst),
+               "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+               : "memory");
+}
 // Makes shared memory written through the generic proxy (ordinary stores,
 // cp.async) visible to the async proxy (wgmma operand reads).
 MLAGEN_DEVICE void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }

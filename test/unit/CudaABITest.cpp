@@ -46,6 +46,7 @@ CHECK_ABI(memcpyDtoH, cuMemcpyDtoH_v2);
 CHECK_ABI(getErrorName, cuGetErrorName);
 CHECK_ABI(getErrorString, cuGetErrorString);
 CHECK_ABI(launchKernelEx, cuLaunchKernelEx);
+CHECK_ABI(tensorMapEncodeTiled, cuTensorMapEncodeTiled);
 
 static_assert(int(cu::kErrorNoDevice) == int(CUDA_ERROR_NO_DEVICE));
 static_assert(int(cu::kAttributeComputeCapabilityMajor) ==
@@ -60,6 +61,16 @@ static_assert(sizeof(cu::DevicePtr) == sizeof(CUdeviceptr));
 static_assert(int(cu::kLaunchAttributeProgrammaticStreamSerialization) ==
               int(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION));
 static_assert(sizeof(cu::LaunchAttribute) == sizeof(CUlaunchAttribute));
+static_assert(int(cu::kTensorMapDataTypeUint16) ==
+              int(CU_TENSOR_MAP_DATA_TYPE_UINT16));
+static_assert(int(cu::kTensorMapInterleaveNone) ==
+              int(CU_TENSOR_MAP_INTERLEAVE_NONE));
+static_assert(int(cu::kTensorMapSwizzle128B) == int(CU_TENSOR_MAP_SWIZZLE_128B));
+static_assert(int(cu::kTensorMapL2Promotion256B) ==
+              int(CU_TENSOR_MAP_L2_PROMOTION_L2_256B));
+static_assert(int(cu::kTensorMapOOBFillNone) ==
+              int(CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+static_assert(int(cu::kTensorMapBytes) == sizeof(CUtensorMap));
 static_assert(offsetof(cu::LaunchAttribute, value) ==
               offsetof(CUlaunchAttribute, value));
 static_assert(sizeof(cu::LaunchConfig) == sizeof(CUlaunchConfig));

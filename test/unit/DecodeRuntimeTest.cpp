@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CatchStatus.h"
+#include "DecodeLaunch.h"
 #include "DecodeParams.h"
 #include "RecordingBackend.h"
 #include "RuntimeInternal.h"
@@ -189,6 +190,9 @@ TEST_CASE("runDecode launches decode then reduce with one parameter block",
     CHECK(p.error_flags == nullptr);
     CHECK(p.num_blocks == 0);
     CHECK(p.max_pages == 0);
+    // No tensor map: this kernel has 16 rows a block (and the fake device
+    // has no tensor maps).
+    CHECK(p.kv_map_ready == 0);
   }
 
   SECTION("explicit strides and lse pass through") {
@@ -607,7 +611,58 @@ TEST_CASE("the decode template declares the parameter block runDecode passes",
             "int*error_flags",
             "intnum_blocks",
             "intmax_pages",
+            "intkv_map_ready",
+            "alignas(64)unsignedcharkv_map[128]",
         });
+}
+
+TEST_CASE("only 64-row sm_90a kernels over pages of one tile get a cache "
+          "tensor map",
+          "[decode-runtime]") {
+  Signature sig = Signature::decode();
+  sig.arch = Arch::SM90A;
+  sig.headDimQK = 576;
+  sig.pageSize = 64;
+  CodeObject code;
+  code.tileQ = 64;
+  code.tileK = 64;
+  DecodeArgs args;
+  DecodeLaunch launch;
+  launch.params.kv_cache = fakeAddress<const void>(0x7000);
+  launch.params.kv_token_stride = 640; // padded rows
+  launch.params.kv_block_stride = 64 * 640 + 64;
+  TensorMapRequest request;
+  REQUIRE(describeCacheTensorMap(sig, code, args, launch, request));
+  CHECK(request.base == launch.params.kv_cache);
+  CHECK(request.sizes[0] == 576);
+  CHECK(request.sizes[1] == 64);
+  CHECK(request.sizes[2] == (1ull << 31)); // unchecked: the size is unknown
+  CHECK(request.strides[0] == 640 * 2);
+  CHECK(request.strides[1] == (64 * 640 + 64) * 2);
+  CHECK(request.box[0] == 64);
+  CHECK(request.box[1] == 64);
+  CHECK(request.box[2] == 1);
+  args.checked = true;
+  args.numBlocks = 1000;
+  REQUIRE(describeCacheTensorMap(sig, code, args, launch, request));
+  CHECK(request.sizes[2] == 1000);
+
+  SECTION("other pages") {
+    sig.pageSize = 16;
+    CHECK_FALSE(describeCacheTensorMap(sig, code, args, launch, request));
+  }
+  SECTION("fp8 cache") {
+    sig.kvType = DType::FP8E4M3;
+    CHECK_FALSE(describeCacheTensorMap(sig, code, args, launch, request));
+  }
+  SECTION("16 rows a block") {
+    code.tileQ = 16;
+    CHECK_FALSE(describeCacheTensorMap(sig, code, args, launch, request));
+  }
+  SECTION("sm_80") {
+    sig.arch = Arch::SM80;
+    CHECK_FALSE(describeCacheTensorMap(sig, code, args, launch, request));
+  }
 }
 
 TEST_CASE("checked decode's flags become a message", "[decode-runtime]") {

@@ -29,7 +29,7 @@ mla.decode @tp16 qk_head_dim = 576, v_head_dim = 512, q_heads = 8, q_len = 1, pa
 // CHECK-NEXT: } // namespace mlagen_config
 // CHECK-NOT:  MLAGEN_TARGET_NVIDIA
 // CHECK:      __builtin_amdgcn_mfma
-// CHECK:      mlagen_decode(mlagen_decode_params p)
+// CHECK:      mlagen_decode(MLAGEN_GRID_CONSTANT mlagen_decode_params p)
 // CHECK:      mlagen_decode_reduce(mlagen_decode_params p)
 
 // FILLED-NOT: @@

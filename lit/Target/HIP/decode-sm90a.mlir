@@ -22,14 +22,14 @@ mla.decode @deepseek_v3_tp1_mtp qk_head_dim = 576, v_head_dim = 512, q_heads = 1
 // CHECK-NEXT: constexpr bool kQueryFP8 = false;
 // CHECK-NEXT: constexpr bool kBatchInvariant = true;
 // 64 rows a block: the two-consumer wgmma kernel (12 warps), its exact
-// shared bytes (two more barriers a stage than one consumer: each consumer
-// frees its half of a stage).
+// shared bytes (a full barrier per 64-column slab, for bulk copies, and an
+// empty barrier per half of a stage: each consumer frees its half).
 // CHECK-NEXT: constexpr int kTileK = 64;
 // CHECK-NEXT: constexpr int kNumWarps = 12;
 // CHECK-NEXT: constexpr int kWaveSize = 32;
 // CHECK-NEXT: constexpr int kThreads = 384;
 // CHECK-NEXT: constexpr int kStages = 2;
-// CHECK-NEXT: constexpr int kSharedBytes = 232008;
+// CHECK-NEXT: constexpr int kSharedBytes = 232120;
 // CHECK-NEXT: constexpr int kHeadsPerBlock = 64;
 // CHECK-NEXT: } // namespace mlagen_config
 // The NVIDIA prelude is in, the CDNA one is not, and both kernels follow.
@@ -38,7 +38,7 @@ mla.decode @deepseek_v3_tp1_mtp qk_head_dim = 576, v_head_dim = 512, q_heads = 1
 // CHECK:      griddepcontrol.wait
 // Both kernels wait for the previous grid before touching memory: the
 // runtime launches them early (programmatic dependent launch).
-// CHECK:      mlagen_decode(mlagen_decode_params p)
+// CHECK:      mlagen_decode(MLAGEN_GRID_CONSTANT mlagen_decode_params p)
 // CHECK-NOT:  p.
 // CHECK:      grid_dependency_wait();
 // CHECK:      mlagen_decode_reduce(mlagen_decode_params p)

@@ -61,9 +61,11 @@ int64_t mlagen::mla::getDecodeSharedBytes(DecodeOp op, DecodeTilingAttr tiling,
     // 1024 bytes of alignment slack, Q, the stages and P as 16-bit in
     // unpadded swizzled rows, per-warp row maxima of each consumer, alpha
     // and row totals (6 floats a row), q_full and, per stage, full/empty
-    // (for each of its two halves with 64 rows: two consumers free them).
+    // barriers (with 64 rows, one full barrier per 64-column slab and one
+    // empty barrier per half, as two consumers free the halves).
+    const int64_t qkSlabs = dqk / 64;
     return 1024 + 2 * (rows * dqk + stages * tileK * dqk + rows * tileK) +
-           4 * 6 * rows + 8 * (1 + (rows == 64 ? 4 : 2) * stages);
+           4 * 6 * rows + 8 * (1 + (rows == 64 ? qkSlabs + 2 : 2) * stages);
   }
   if (isCDNA(target.arch)) {
     // Q stays in registers; rows are padded by the elements a lane holds
