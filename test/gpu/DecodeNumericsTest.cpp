@@ -22,6 +22,7 @@
 #include "mlagen/Runtime/DecodePlan.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <iostream>
@@ -125,8 +126,11 @@ struct DecodeResult {
   std::vector<float> lse;
 };
 
+// With `timedLaunches`, also runs the same step that many more times and
+// prints the host time of one launch.
 DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
-                         const DecodeInputs &in, int numSMs) {
+                         const DecodeInputs &in, int numSMs,
+                         int timedLaunches = 0) {
   const DecodeProblem &p = in.problem;
   const int batch = p.batch();
   DecodePlanner planner;
@@ -168,6 +172,41 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
                    partialLse.get<float>(), args);
   REQUIRE(fixture.runtime->runDecode(kernel, args));
   REQUIRE(backend.synchronize());
+  if (timedLaunches > 0) {
+    // Each launch alone on an idle stream: back to back, the launch queue
+    // fills and the host then waits for the GPU, timing the kernels.
+    std::vector<double> micros;
+    for (int i = 0; i < timedLaunches; ++i) {
+      REQUIRE(backend.synchronize());
+      auto start = std::chrono::steady_clock::now();
+      Status status = fixture.runtime->runDecode(kernel, args);
+      auto elapsed = std::chrono::steady_clock::now() - start;
+      if (!status)
+        FAIL(status.toString());
+      micros.push_back(
+          std::chrono::duration<double, std::micro>(elapsed).count());
+    }
+    REQUIRE(backend.synchronize());
+    std::sort(micros.begin(), micros.end());
+    // And back to back, as an engine enqueues steps: 100 steps (200
+    // kernels) stay well inside the launch queue.
+    constexpr int kBackToBack = 100;
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kBackToBack; ++i) {
+      Status status = fixture.runtime->runDecode(kernel, args);
+      if (!status)
+        FAIL(status.toString());
+    }
+    auto elapsed = std::chrono::steady_clock::now() - start;
+    REQUIRE(backend.synchronize());
+    std::cout << "runDecode host time (" << p.numHeads << " heads, batch "
+              << batch << ", decode + reduce): back to back "
+              << std::chrono::duration<double, std::micro>(elapsed).count() /
+                     kBackToBack
+              << " us per launch; alone on an idle stream median "
+              << micros[micros.size() / 2] << " us, 90th percentile "
+              << micros[micros.size() * 9 / 10] << " us\n";
+  }
   return {out.download<uint16_t>(), lse.download<float>()};
 }
 
@@ -236,6 +275,32 @@ TEST_CASE("generated decode matches the CPU reference", "[gpu]") {
           checkAgainstReference(in, decodeOnGpu(fixture, *kernel, in, numSMs));
         }
       }
+}
+
+TEST_CASE("a decode step's host time, and the same bits when repeated",
+          "[gpu]") {
+  Fixture fixture;
+  if (!openGpu(fixture)) {
+    SUCCEED("no GPU");
+    return;
+  }
+  // 128 heads at page 64 encode the cache's tensor map on every launch.
+  for (int heads : {16, 128}) {
+    Signature sig = Signature::decode();
+    sig.numQHeads = heads;
+    sig.pageSize = 64;
+    sig.arch = fixture.arch;
+    INFO(sig.canonical());
+    const Kernel *kernel = nullptr;
+    REQUIRE(fixture.runtime->getKernel(sig, kernel));
+    DecodeInputs in = makeInputs(sig, std::vector<int>(32, 1000), 7 + heads);
+    DecodeResult once = decodeOnGpu(fixture, *kernel, in, 132);
+    DecodeResult repeated = decodeOnGpu(fixture, *kernel, in, 132, 500);
+    CHECK(once.out == repeated.out);
+    CHECK(std::memcmp(once.lse.data(), repeated.lse.data(),
+                      once.lse.size() * sizeof(float)) == 0);
+    checkAgainstReference(in, repeated);
+  }
 }
 
 TEST_CASE("generated decode reads an fp8 e4m3 cache", "[gpu]") {
