@@ -125,6 +125,10 @@ public:
     if (!api_.tensorMapEncodeTiled)
       return Status(StatusCode::Unsupported,
                     "the driver has no cuTensorMapEncodeTiled (CUDA < 12.0)");
+    // The driver checks the address against the current context: without
+    // this, a caller with no current context (a C++ engine thread; torch
+    // makes one current) got CUDA_ERROR_INVALID_CONTEXT and cp.async.
+    ContextScope scope(api_, context_);
     const unsigned elementStrides[3] = {1, 1, 1};
     if (cu::Result rc = api_.tensorMapEncodeTiled(
             map, cu::kTensorMapDataTypeUint16, 3,

@@ -17,7 +17,6 @@
 #include "PagedDecodeLaunch.h"
 #include "ReshapeAndCacheLaunch.h"
 #include "RuntimeInternal.h"
-#include "TensorMapCache.h"
 
 #include <algorithm>
 #include <cctype>
@@ -260,7 +259,6 @@ private:
   // B128 H128: 300 us against 357 with cp.async); $MLAGEN_DECODE_TMA=0
   // turns them off (to compare, or to rule them out).
   const bool decodeTensorMaps_ = decodeTensorMapsEnabled();
-  TensorMapCache tensorMaps_;
 };
 
 // Splits $MLAGEN_BUNDLE_PATH at colons, dropping empty parts.
@@ -520,8 +518,8 @@ Status RuntimeImpl::runDecode(const Kernel &kernel, const DecodeArgs &args) {
     // Without a map (no driver support, a layout TMA cannot describe) the
     // kernel copies with cp.async: slower, same results.
     launch.params.kv_map_ready =
-        tensorMaps_.get(*backend_, cacheMap, launch.params.kv_map).isOk() ? 1
-                                                                          : 0;
+        backend_->encodeTensorMap(cacheMap, launch.params.kv_map).isOk() ? 1
+                                                                         : 0;
   }
   const DeviceFunction &function = loaded->function();
   if (function.extraFunctions.empty())
