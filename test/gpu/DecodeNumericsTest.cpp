@@ -175,16 +175,18 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
   if (timedLaunches > 0) {
     // Each launch alone on an idle stream: back to back, the launch queue
     // fills and the host then waits for the GPU, timing the kernels.
+    auto step = [&] {
+      if (Status status = fixture.runtime->runDecode(kernel, args); !status)
+        FAIL(status.toString());
+    };
     std::vector<double> micros;
     for (int i = 0; i < timedLaunches; ++i) {
       REQUIRE(backend.synchronize());
       auto start = std::chrono::steady_clock::now();
-      Status status = fixture.runtime->runDecode(kernel, args);
-      auto elapsed = std::chrono::steady_clock::now() - start;
-      if (!status)
-        FAIL(status.toString());
-      micros.push_back(
-          std::chrono::duration<double, std::micro>(elapsed).count());
+      step();
+      micros.push_back(std::chrono::duration<double, std::micro>(
+                           std::chrono::steady_clock::now() - start)
+                           .count());
     }
     REQUIRE(backend.synchronize());
     std::sort(micros.begin(), micros.end());
@@ -192,11 +194,8 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
     // kernels) stay well inside the launch queue.
     constexpr int kBackToBack = 100;
     auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < kBackToBack; ++i) {
-      Status status = fixture.runtime->runDecode(kernel, args);
-      if (!status)
-        FAIL(status.toString());
-    }
+    for (int i = 0; i < kBackToBack; ++i)
+      step();
     auto elapsed = std::chrono::steady_clock::now() - start;
     REQUIRE(backend.synchronize());
     std::cout << "runDecode host time (" << p.numHeads << " heads, batch "
