@@ -1,12 +1,16 @@
 # Where the fixed cost of an H16 decode step goes: eager vs CUDA-graph timing,
 # kernel durations and gaps (torch profiler), and a step of 64 keys a request.
+# usage: probe_fixed.py [BATCHxSEQ ...]
 import os, sys, torch
 from torch.profiler import profile, ProfilerActivity
 sys.path.insert(0, "bench")
 from bench_decode import mlagen_decode, bench
 import mlagen
 rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
-for batch, seq in ((32, 4096), (64, 4096), (128, 4096), (64, 64), (64, 1024)):
+# Shapes as BATCHxSEQ arguments (default: the H16 steps below).
+shapes = [tuple(map(int, a.split("x"))) for a in sys.argv[1:]] or \
+    [(32, 4096), (64, 4096), (128, 4096), (64, 64), (64, 1024)]
+for batch, seq in shapes:
     fn = mlagen_decode(rt, "sm_90a", batch, 16, seq, False)
     t_eager = bench(fn)
     g = torch.cuda.CUDAGraph()

@@ -187,7 +187,16 @@ Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
   out.reduce.grid[0] = static_cast<unsigned>(args.batch);
   out.reduce.grid[1] =
       static_cast<unsigned>(ceilDiv(rows, reduce.rowsPerBlock));
-  out.reduce.grid[2] = 1;
+  // Few requests (and so few reduce blocks) of many slots each: split the
+  // columns over grid z and the slots of a column over more threads, so
+  // their partials stream on more SMs (the kernel's sums do not depend on
+  // the split). Aims at about two blocks an SM on the largest parts.
+  constexpr int64_t kReduceTargetBlocks = 256;
+  const int64_t reduceBlocks = int64_t(args.batch) * out.reduce.grid[1];
+  unsigned split = 1;
+  while (split < 8 && reduceBlocks * split * 2 <= kReduceTargetBlocks)
+    split *= 2;
+  out.reduce.grid[2] = split;
   out.reduce.threadsPerBlock = static_cast<unsigned>(reduce.threadsPerBlock);
   out.reduce.sharedBytes = static_cast<unsigned>(reduce.sharedBytes);
   // Both kernels wait for the previous grid before touching memory, so

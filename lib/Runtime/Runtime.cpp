@@ -17,6 +17,7 @@
 #include "PagedDecodeLaunch.h"
 #include "ReshapeAndCacheLaunch.h"
 #include "RuntimeInternal.h"
+#include "TensorMapCache.h"
 
 #include <algorithm>
 #include <cctype>
@@ -259,6 +260,7 @@ private:
   // B128 H128: 300 us against 357 with cp.async); $MLAGEN_DECODE_TMA=0
   // turns them off (to compare, or to rule them out).
   const bool decodeTensorMaps_ = decodeTensorMapsEnabled();
+  TensorMapCache tensorMaps_;
 };
 
 // Splits $MLAGEN_BUNDLE_PATH at colons, dropping empty parts.
@@ -517,9 +519,12 @@ Status RuntimeImpl::runDecode(const Kernel &kernel, const DecodeArgs &args) {
                              launch, cacheMap)) {
     // Without a map (no driver support, a layout TMA cannot describe) the
     // kernel copies with cp.async: slower, same results.
-    launch.params.kv_map_ready =
-        backend_->encodeTensorMap(cacheMap, launch.params.kv_map).isOk() ? 1
-                                                                         : 0;
+    const Status encoded = tensorMaps_.get(
+        cacheMap, launch.params.kv_map,
+        [&](const TensorMapRequest &request, void *map) {
+          return backend_->encodeTensorMap(request, map);
+        });
+    launch.params.kv_map_ready = encoded.isOk() ? 1 : 0;
   }
   const DeviceFunction &function = loaded->function();
   if (function.extraFunctions.empty())

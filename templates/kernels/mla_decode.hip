@@ -2194,45 +2194,133 @@ extern "C" __global__ void MLAGEN_DECODE_LAUNCH_BOUNDS mlagen_decode(MLAGEN_GRID
 }
 
 // Merges the partials of request b: out = sum_i w_i O_i / sum_i w_i with
-// w_i = exp(lse_i - max lse), summed in slot order. Grid: x = batch, y =
-// ceil(kQLen * kNumHeads / (kThreads / 128)); block kThreads, no shared
-// memory. Each row takes 128 threads of 4 columns.
-extern "C" __global__ void __launch_bounds__(mlagen_config::kThreads)
-    mlagen_decode_reduce(mlagen_decode_params p) {
-  using namespace mlagen;
-  using namespace mlagen::decode;
-  constexpr int kRowsPerBlock = kThreads / 128;
-  grid_dependency_wait(); // launched early: mlagen_decode may still run
-  allow_next_kernel();
-  const int b = block_index_x();
-  const int first_slot = p.merge[2 * b];
-  const int num_slots = p.merge[2 * b + 1];
-  if (num_slots == 0)
-    return; // the request's only block wrote its output itself
-  const int tid = thread_index();
-  const int g = block_index_y() * kRowsPerBlock + tid / 128;
-  if (!is_real_row(g))
-    return;
-  const int col = tid % 128 * 4;
+// w_i = exp(lse_i - max lse). The sum is the same whatever the grid: slot i
+// belongs to accumulator i % kMergeSums, which adds w_i O_i in slot order
+// (fma), and the accumulators are then added in order 0, 1, ... (batch-
+// invariant kernels keep their bits). Grid: x = batch, y = ceil(kQLen *
+// kNumHeads / (kThreads / 128)), z = kSplit in {1, 2, 4, 8}; block kThreads,
+// no dynamic shared memory. A row takes 128 threads: 128 / kSplit column
+// quads (the block's share of the 512 columns, z-th of kSplit) times kSplit
+// threads per quad, each holding every kSplit-th accumulator. The host
+// raises kSplit when batch x row blocks is small, so that a few requests of
+// many slots spread their partials over more SMs with more loads in flight.
+namespace mlagen {
+namespace decode {
+constexpr int kMergeSums = 8;
+constexpr int kReduceRowsPerBlock = kThreads / 128;
 
+template <int kSplit>
+MLAGEN_DEVICE void merge_row(const mlagen_decode_params &p, int b, int first_slot, int num_slots, int g, int row_local,
+                             Float4 *parked, float *parked_total, float *row_max) {
+  constexpr int kSums = kMergeSums / kSplit;          // accumulators a thread holds
+  constexpr int kQuads = 128 / kSplit;                 // column quads of a block
+  constexpr int kRounds = kSums >= 4 ? 1 : 4 / kSums;  // 8-slot groups loaded at once (4+ loads)
+  const int j = thread_index() % 128;
+  const int part = j / kQuads, quad = j % kQuads;
+  const int col = (block_index_z() * kQuads + quad) * 4;
+  const bool real = is_real_row(g);
+
+  // The largest lse over the row's slots: each part over its own slots,
+  // eight loads in flight, then over the parts.
   const float *lse_of = p.partial_lse + (long long)first_slot * kRows + g;
   float max_lse = kNegInf;
-  for (int i = 0; i < num_slots; ++i)
-    max_lse = max_float(max_lse, lse_of[(long long)i * kRows]);
+  for (int base = part; real && base < num_slots; base += kSplit * 8) {
+    float l[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      const int i = base + kSplit * u;
+      l[u] = i < num_slots ? lse_of[(long long)i * kRows] : kNegInf;
+    }
+#pragma unroll
+    for (int u = 0; u < 8; ++u)
+      max_lse = max_float(max_lse, l[u]);
+  }
+  if (kSplit > 1) {
+    if (quad == 0)
+      row_max[row_local * kSplit + part] = max_lse;
+    block_barrier();
+    max_lse = kNegInf;
+#pragma unroll
+    for (int q = 0; q < kSplit; ++q)
+      max_lse = max_float(max_lse, row_max[row_local * kSplit + q]);
+  }
   // Every slot empty (no key visible): weights 0, output 0, lse -inf.
   const float shift = max_lse == kNegInf ? 0.0f : max_lse * kLog2e;
-  float total = 0.0f;
-  Float4 acc = {0.0f, 0.0f, 0.0f, 0.0f};
-  for (int i = 0; i < num_slots; ++i) {
-    const float w = exp2_approx(lse_of[(long long)i * kRows] * kLog2e - shift);
-    const Float4 v = *reinterpret_cast<const Float4 *>(p.partial_out + ((long long)(first_slot + i) * kRows + g) * kHeadDimV + col);
-    total += w;
-    acc.x += w * v.x;
-    acc.y += w * v.y;
-    acc.z += w * v.z;
-    acc.w += w * v.w;
+
+  Float4 acc[kSums];
+  float total[kSums];
+#pragma unroll
+  for (int a = 0; a < kSums; ++a) {
+    acc[a] = Float4{0.0f, 0.0f, 0.0f, 0.0f};
+    total[a] = 0.0f;
   }
-  const float scale = total > 0.0f ? 1.0f / total : 0.0f;
+  const float *out_of = p.partial_out + ((long long)first_slot * kRows + g) * kHeadDimV + col;
+  for (int base = 0; real && base < num_slots; base += kMergeSums * kRounds) {
+    // Issue every load of the round before the first fma needs one.
+    Float4 v[kRounds][kSums];
+    float l[kRounds][kSums];
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r)
+#pragma unroll
+      for (int a = 0; a < kSums; ++a) {
+        const int i = base + r * kMergeSums + part + kSplit * a;
+        if (i < num_slots) {
+          v[r][a] = *reinterpret_cast<const Float4 *>(out_of + (long long)i * kRows * kHeadDimV);
+          l[r][a] = lse_of[(long long)i * kRows];
+        }
+      }
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r)
+#pragma unroll
+      for (int a = 0; a < kSums; ++a) {
+        const int i = base + r * kMergeSums + part + kSplit * a;
+        if (i < num_slots) {
+          const float w = exp2_approx(l[r][a] * kLog2e - shift);
+          total[a] += w;
+          acc[a].x = fma_float(w, v[r][a].x, acc[a].x);
+          acc[a].y = fma_float(w, v[r][a].y, acc[a].y);
+          acc[a].z = fma_float(w, v[r][a].z, acc[a].z);
+          acc[a].w = fma_float(w, v[r][a].w, acc[a].w);
+        }
+      }
+  }
+
+  // Accumulator k lives with part k % kSplit (its k / kSplit-th): the other
+  // parts park theirs, part 0 adds all of them in order 0..kMergeSums-1.
+  if (kSplit > 1) {
+    const int parked_index = (row_local * (kSplit - 1) + part - 1) * kQuads + quad;
+    if (part > 0)
+#pragma unroll
+      for (int a = 0; a < kSums; ++a) {
+        parked[parked_index * kSums + a] = acc[a];
+        parked_total[parked_index * kSums + a] = total[a];
+      }
+    block_barrier();
+  }
+  if (part != 0 || !real)
+    return;
+  Float4 sum = acc[0];
+  float weight = total[0];
+#pragma unroll
+  for (int k = 1; k < kMergeSums; ++k) {
+    const int holder = k % kSplit, a = k / kSplit;
+    Float4 x;
+    float t;
+    if (holder == 0) {
+      x = acc[a];
+      t = total[a];
+    } else {
+      const int at = ((row_local * (kSplit - 1) + holder - 1) * kQuads + quad) * kSums + a;
+      x = parked[at];
+      t = parked_total[at];
+    }
+    sum.x += x.x;
+    sum.y += x.y;
+    sum.z += x.z;
+    sum.w += x.w;
+    weight += t;
+  }
+  const float scale = weight > 0.0f ? 1.0f / weight : 0.0f;
   const Output output = {-1,
                          static_cast<u16 *>(p.out) + b * p.out_batch_stride,
                          p.out_token_stride,
@@ -2240,7 +2328,35 @@ extern "C" __global__ void __launch_bounds__(mlagen_config::kThreads)
                          p.lse ? p.lse + (long long)b * kQLen * kNumQHeads : nullptr,
                          p.partial_out,
                          p.partial_lse};
-  output.row(g).store4(col, acc.x * scale, acc.y * scale, acc.z * scale, acc.w * scale);
+  output.row(g).store4(col, sum.x * scale, sum.y * scale, sum.z * scale, sum.w * scale);
   if (col == 0)
-    output.store_lse(g, total > 0.0f ? max_lse + log2_approx(total) * kLn2 : kNegInf);
+    output.store_lse(g, weight > 0.0f ? max_lse + log2_approx(weight) * kLn2 : kNegInf);
+}
+} // namespace decode
+} // namespace mlagen
+
+extern "C" __global__ void __launch_bounds__(mlagen_config::kThreads)
+    mlagen_decode_reduce(mlagen_decode_params p) {
+  using namespace mlagen;
+  using namespace mlagen::decode;
+  // Sized for kSplit 2, the largest of the splits (128 / kSplit quads x
+  // (kSplit - 1) parts x 8 / kSplit sums per row).
+  __shared__ Float4 parked[kReduceRowsPerBlock * 64 * 4];
+  __shared__ float parked_total[kReduceRowsPerBlock * 64 * 4];
+  __shared__ float row_max[kReduceRowsPerBlock * 8];
+  grid_dependency_wait(); // launched early: mlagen_decode may still run
+  allow_next_kernel();
+  const int b = block_index_x();
+  const int first_slot = p.merge[2 * b];
+  const int num_slots = p.merge[2 * b + 1];
+  if (num_slots == 0)
+    return; // the request's only block wrote its output itself (uniform: no barrier skipped)
+  const int row_local = thread_index() / 128;
+  const int g = block_index_y() * kReduceRowsPerBlock + row_local;
+  switch (grid_size_z()) {
+  case 1: merge_row<1>(p, b, first_slot, num_slots, g, row_local, parked, parked_total, row_max); break;
+  case 2: merge_row<2>(p, b, first_slot, num_slots, g, row_local, parked, parked_total, row_max); break;
+  case 4: merge_row<4>(p, b, first_slot, num_slots, g, row_local, parked, parked_total, row_max); break;
+  default: merge_row<8>(p, b, first_slot, num_slots, g, row_local, parked, parked_total, row_max); break;
+  }
 }

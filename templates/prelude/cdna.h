@@ -34,6 +34,14 @@ MLAGEN_DEVICE int grid_size_x() {
   const unsigned items = *(const unsigned *)(packet + 12);
   return (int)((items + block - 1) / block);
 }
+// Blocks along z (workgroup_size_z, a u16 at byte 8; grid_size_z, a u32 at
+// byte 20).
+MLAGEN_DEVICE int grid_size_z() {
+  const unsigned char *packet = (const unsigned char *)__builtin_amdgcn_dispatch_ptr();
+  const unsigned block = *(const unsigned short *)(packet + 8);
+  const unsigned items = *(const unsigned *)(packet + 20);
+  return (int)((items + block - 1) / block);
+}
 // Same value in every lane of the wave; lets the compiler keep it in an SGPR.
 MLAGEN_DEVICE int wave_uniform(int v) { return __builtin_amdgcn_readfirstlane(v); }
 MLAGEN_DEVICE int lane_index() {
@@ -74,6 +82,8 @@ MLAGEN_DEVICE float log2_approx(float x) {
   return __builtin_log2f(x);
 #endif
 }
+// a * b + c rounded once (v_fma_f32).
+MLAGEN_DEVICE float fma_float(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 // tanh(x) = 1 - 2 / (e^(2x) + 1); saturates to +-1 through exp2 -> inf / 0.
 MLAGEN_DEVICE float tanh_approx(float x) {
   return 1.0f - 2.0f * __builtin_amdgcn_rcpf(exp2_approx(2.0f * kLog2e * x) + 1.0f);

@@ -10,6 +10,7 @@ MLAGEN_DEVICE int block_index_x() { return (int)blockIdx.x; }
 MLAGEN_DEVICE int block_index_y() { return (int)blockIdx.y; }
 MLAGEN_DEVICE int block_index_z() { return (int)blockIdx.z; }
 MLAGEN_DEVICE int grid_size_x() { return (int)gridDim.x; }
+MLAGEN_DEVICE int grid_size_z() { return (int)gridDim.z; }
 MLAGEN_DEVICE void block_barrier() { __syncthreads(); }
 // Programmatic dependent launch (sm_90; the runtime's early-start launches):
 // a kernel's blocks may start while the previous kernel in the stream still
@@ -45,6 +46,12 @@ MLAGEN_DEVICE float exp2_approx(float x) {
 MLAGEN_DEVICE float log2_approx(float x) {
   float y;
   asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+// a * b + c rounded once, whatever the compiler's contraction setting.
+MLAGEN_DEVICE float fma_float(float a, float b, float c) {
+  float y;
+  asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(y) : "f"(a), "f"(b), "f"(c));
   return y;
 }
 // tanh(x) = 1 - 2 / (e^(2x) + 1), as on CDNA. Not tanh.approx: its 2^-11

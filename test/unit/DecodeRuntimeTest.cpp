@@ -156,6 +156,8 @@ TEST_CASE("runDecode launches decode then reduce with one parameter block",
     CHECK(reduce.function == kReduceFunction);
     CHECK(reduce.geometry.grid[0] == 3); // one block row per request
     CHECK(reduce.geometry.grid[1] == 8); // 16 rows, 2 a block
+    // 24 blocks: the columns split 8 ways (about 256 blocks)
+    CHECK(reduce.geometry.grid[2] == 8);
     CHECK(reduce.geometry.threadsPerBlock == 256);
     CHECK(reduce.geometry.sharedBytes == 0);
     CHECK(decode.stream == args.stream);
@@ -422,6 +424,8 @@ TEST_CASE("decode grids follow q_len, padded heads and rows per block",
   CHECK(fake.log->launches[0].geometry.grid[0] == 4u + 100u);
   CHECK(fake.log->launches[0].geometry.grid[1] == 1);  // 64 rows / 64
   CHECK(fake.log->launches[1].geometry.grid[1] == 16); // 64 rows / 4
+  // 3 x 16 blocks: split 4 ways is the most that stays within 256
+  CHECK(fake.log->launches[1].geometry.grid[2] == 4);
   // Both kernels wait for their predecessor, so both may start early.
   CHECK(fake.log->launches[0].geometry.earlyStart);
   CHECK(fake.log->launches[1].geometry.earlyStart);

@@ -368,7 +368,8 @@ public:
   virtual Status runPrefill(const Kernel &kernel, const PrefillArgs &args) = 0;
   // Checks `args` and enqueues mlagen_decode, grid (workCapacity,
   // ceil(q_len * padded heads / tileQ)), then mlagen_decode_reduce, grid
-  // (batch, ceil(rows / its rowsPerBlock)), on args.stream. Reads the plan
+  // (batch, ceil(rows / its rowsPerBlock), 1 to 8 column splits, more when
+  // batch is small), on args.stream. Reads the plan
   // from device memory only, so the two launches can be captured in a
   // graph. lse as for runPrefill.
   virtual Status runDecode(const Kernel &kernel, const DecodeArgs &args) = 0;
