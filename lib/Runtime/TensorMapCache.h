@@ -9,6 +9,7 @@
 #ifndef MLAGEN_LIB_RUNTIME_TENSORMAPCACHE_H
 #define MLAGEN_LIB_RUNTIME_TENSORMAPCACHE_H
 
+#include "DecodeParams.h"
 #include "DeviceBackend.h"
 
 #include <array>
@@ -21,7 +22,8 @@ namespace mlagen {
 
 class TensorMapCache {
 public:
-  static constexpr size_t kMapBytes = 128;
+  // A map fills the parameter block's kv_map (a CUtensorMap).
+  static constexpr size_t kMapBytes = sizeof(DecodeParams::kv_map);
   // Beyond this many distinct requests (caches reallocated again and again)
   // the cache starts over rather than grow without bound.
   static constexpr size_t kMaxEntries = 1024;
