@@ -89,7 +89,8 @@ MLAGEN_C_EXPORT int mlagen_get_kernel(mlagen_runtime *runtime,
                                       mlagen_kernel **out);
 
 /* One prefill launch (templates/CONTRACT.md). Device pointers; lse may be
- * NULL. strides: NULL or 9 element strides in the order q_token, q_head,
+ * NULL. total_k: rows of k and v (k.shape[0]), or 0 if unknown (the sm_90a
+ * kernel then copies K and V with cp.async instead of TMA). strides: NULL or 9 element strides in the order q_token, q_head,
  * k_token, k_head, v_token, v_head, out_token, out_head, lse_head; 0 means
  * contiguous, except lse_head, which is required with lse (total_q).
  * softmax_scale 0 means 1/sqrt(head_dim_qk). alibi_slopes: [num_q_heads]
@@ -99,8 +100,8 @@ MLAGEN_C_EXPORT int mlagen_get_kernel(mlagen_runtime *runtime,
 MLAGEN_C_EXPORT int mlagen_prefill_run(
     const mlagen_kernel *kernel, const void *q, const void *k, const void *v,
     void *out, float *lse, const int *cu_seqlens_q, const int *cu_seqlens_k,
-    int batch, int max_seqlen_q, const int64_t *strides, float softmax_scale,
-    const float *alibi_slopes, void *stream);
+    int batch, int max_seqlen_q, int64_t total_k, const int64_t *strides,
+    float softmax_scale, const float *alibi_slopes, void *stream);
 
 /* One merge_attn_states launch (vLLM semantics): out = the LSE-weighted
  * merge of two partial attention results; an infinite LSE is an empty part,

@@ -646,5 +646,6 @@ Status mlagen::generateHIP(const Signature &sig, GeneratedKernel &kernel) {
   kernel.threadsPerBlock = op.getLaunchAttr().getThreads();
   kernel.sharedBytes = op.getLaunchAttr().getSharedBytes();
   kernel.tileQ = op.getTilingAttr().getTileQ();
+  kernel.tileK = op.getTilingAttr().getTileK(); // the tensor maps' box
   return Status::ok();
 }

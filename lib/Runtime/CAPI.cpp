@@ -210,9 +210,9 @@ int mlagen_get_kernel(mlagen_runtime *runtime, const char *signature,
 int mlagen_prefill_run(const mlagen_kernel *kernel, const void *q,
                        const void *k, const void *v, void *out, float *lse,
                        const int *cu_seqlens_q, const int *cu_seqlens_k,
-                       int batch, int max_seqlen_q, const int64_t *strides,
-                       float softmax_scale, const float *alibi_slopes,
-                       void *stream) {
+                       int batch, int max_seqlen_q, int64_t total_k,
+                       const int64_t *strides, float softmax_scale,
+                       const float *alibi_slopes, void *stream) {
   return guarded([&]() -> Status {
     const Kernel *resolved = nullptr;
     Runtime *runtime = nullptr;
@@ -229,6 +229,7 @@ int mlagen_prefill_run(const mlagen_kernel *kernel, const void *q,
     args.cuSeqlensK = cu_seqlens_k;
     args.batch = batch;
     args.maxSeqlenQ = max_seqlen_q;
+    args.totalK = total_k;
     if (strides) {
       int64_t *fields[] = {&args.qTokenStride,   &args.qHeadStride,
                            &args.kTokenStride,   &args.kHeadStride,

@@ -28,8 +28,13 @@ struct PrefillParams {
   int batch;
   int max_seqlen_q;
   float softmax_scale;
-  int reserved;
+  // 1: k_map and v_map describe k and v for the sm_90a wgmma kernel's bulk
+  // tensor copies; 0: the kernels copy with cp.async. Other kernels ignore
+  // all three.
+  int kv_maps_ready;
   const float *alibi_slopes;
+  alignas(64) unsigned char k_map[128]; // a CUtensorMap
+  alignas(64) unsigned char v_map[128];
 };
 
 static_assert(sizeof(void *) == 8 && sizeof(long long) == 8,
@@ -53,9 +58,11 @@ static_assert(offsetof(PrefillParams, lse_head_stride) == 120);
 static_assert(offsetof(PrefillParams, batch) == 128);
 static_assert(offsetof(PrefillParams, max_seqlen_q) == 132);
 static_assert(offsetof(PrefillParams, softmax_scale) == 136);
-static_assert(offsetof(PrefillParams, reserved) == 140);
+static_assert(offsetof(PrefillParams, kv_maps_ready) == 140);
 static_assert(offsetof(PrefillParams, alibi_slopes) == 144);
-static_assert(sizeof(PrefillParams) == 152);
+static_assert(offsetof(PrefillParams, k_map) == 192);
+static_assert(offsetof(PrefillParams, v_map) == 320);
+static_assert(sizeof(PrefillParams) == 448);
 
 } // namespace mlagen
 

@@ -13,7 +13,7 @@
 #include "GatherCacheLaunch.h"
 #include "KVCacheWriteLaunch.h"
 #include "MergeAttnStatesLaunch.h"
-#include "PrefillParams.h"
+#include "PrefillLaunch.h"
 #include "PagedDecodeLaunch.h"
 #include "ReshapeAndCacheLaunch.h"
 #include "RuntimeInternal.h"
@@ -119,8 +119,9 @@ Status checkGenerated(const Signature &sig, const GeneratedKernel &kernel) {
   return Status::ok();
 }
 
-bool decodeTensorMapsEnabled() {
-  const char *text = std::getenv("MLAGEN_DECODE_TMA");
+// $NAME=0 turns a kernel family's bulk tensor copies off.
+bool tensorMapsEnabled(const char *name) {
+  const char *text = std::getenv(name);
   return !(text && std::string(text) == "0");
 }
 
@@ -259,7 +260,10 @@ private:
   // 64-row sm_90a decode reads whole pages with bulk tensor copies (H200
   // B128 H128: 300 us against 357 with cp.async); $MLAGEN_DECODE_TMA=0
   // turns them off (to compare, or to rule them out).
-  const bool decodeTensorMaps_ = decodeTensorMapsEnabled();
+  const bool decodeTensorMaps_ = tensorMapsEnabled("MLAGEN_DECODE_TMA");
+  // The sm_90a prefill copies K and V tiles with TMA when the caller gives
+  // total_k; $MLAGEN_PREFILL_TMA=0 keeps it on cp.async.
+  const bool prefillTensorMaps_ = tensorMapsEnabled("MLAGEN_PREFILL_TMA");
   TensorMapCache tensorMaps_;
 };
 
@@ -623,130 +627,29 @@ Status RuntimeImpl::runPrefill(const Kernel &kernel, const PrefillArgs &args) {
   const LoadedKernel *loaded = nullptr;
   if (Status status = owned(kernel, loaded); !status)
     return status;
-  const Signature &sig = loaded->signature();
-  const CodeObject &code = loaded->codeObject();
-  if (sig.op != OpKind::Prefill)
-    return invalidArgument(std::string("runPrefill needs a prefill kernel, "
-                                       "not ") +
-                           opKindName(sig.op));
-
-  // batch is grid.z: CUDA allows 65535.
-  if (args.batch < 1 || args.batch > 65535)
-    return invalidArgument("batch must be in [1, 65535] (got " +
-                           std::to_string(args.batch) + ")");
-  if (args.maxSeqlenQ < 0)
-    return invalidArgument("max_seqlen_q must be >= 0 (got " +
-                           std::to_string(args.maxSeqlenQ) + ")");
-  if (args.maxSeqlenQ == 0)
-    return Status::ok();
-  for (auto [name, ptr] : {std::pair<const char *, const void *>{"q", args.q},
-                           {"k", args.k},
-                           {"v", args.v},
-                           {"out", args.out},
-                           {"cu_seqlens_q", args.cuSeqlensQ},
-                           {"cu_seqlens_k", args.cuSeqlensK}})
-    if (!ptr)
-      return invalidArgument(std::string(name) + " is null");
-  // The kernel moves q, k, v and out in 16-byte vectors (cp.async, ldmatrix).
-  for (auto [name, ptr] : {std::pair<const char *, const void *>{"q", args.q},
-                           {"k", args.k},
-                           {"v", args.v},
-                           {"out", args.out}})
-    if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0)
-      return invalidArgument(std::string(name) +
-                             " must be 16-byte aligned (the kernel loads "
-                             "16-byte vectors)");
-  // A misaligned scalar access faults the whole GPU context, not just this
-  // launch: check the 4-byte ones too.
-  for (auto [name, ptr] :
-       {std::pair<const char *, const void *>{"cu_seqlens_q", args.cuSeqlensQ},
-        {"cu_seqlens_k", args.cuSeqlensK},
-        {"lse", sig.returnLSE ? args.lse : nullptr}})
-    if (reinterpret_cast<uintptr_t>(ptr) % 4 != 0)
-      return invalidArgument(std::string(name) + " must be 4-byte aligned");
-
-  // 0 selects the contiguous stride.
-  const int64_t hq = sig.numQHeads, hkv = sig.numKVHeads;
-  const int64_t dqk = sig.headDimQK, dv = sig.headDimV;
-  struct StrideArg {
-    const char *name;
-    int64_t given, contiguous;
-  };
-  const StrideArg strides[] = {
-      {"q_token_stride", args.qTokenStride, hq * dqk},
-      {"q_head_stride", args.qHeadStride, dqk},
-      {"k_token_stride", args.kTokenStride, hkv * dqk},
-      {"k_head_stride", args.kHeadStride, dqk},
-      {"v_token_stride", args.vTokenStride, hkv * dv},
-      {"v_head_stride", args.vHeadStride, dv},
-      {"out_token_stride", args.outTokenStride, hq * dv},
-      {"out_head_stride", args.outHeadStride, dv},
-  };
-  long long resolved[8];
-  for (int i = 0; i < 8; ++i) {
-    if (strides[i].given < 0)
-      return invalidArgument(std::string(strides[i].name) +
-                             " must be >= 0, 0 meaning contiguous (got " +
-                             std::to_string(strides[i].given) + ")");
-    resolved[i] = strides[i].given ? strides[i].given : strides[i].contiguous;
-    if (resolved[i] % 8 != 0)
-      return invalidArgument(std::string(strides[i].name) +
-                             " must be a multiple of 8 elements, so rows stay "
-                             "16-byte aligned (got " +
-                             std::to_string(resolved[i]) + ")");
+  PrefillLaunch launch;
+  bool empty = false;
+  if (Status status = preparePrefillLaunch(
+          loaded->signature(), loaded->codeObject(), args, launch, empty);
+      !status || empty)
+    return status;
+  TensorMapRequest kMap, vMap;
+  if (prefillTensorMaps_ &&
+      describePrefillTensorMaps(loaded->signature(), loaded->codeObject(),
+                                args, launch, kMap, vMap)) {
+    // Without both maps (no driver support, strides TMA cannot describe)
+    // the kernel copies with cp.async: slower, same results.
+    auto encode = [&](const TensorMapRequest &request, void *map) {
+      return backend_->encodeTensorMap(request, map);
+    };
+    launch.params.kv_maps_ready =
+        tensorMaps_.get(kMap, launch.params.k_map, encode).isOk() &&
+                tensorMaps_.get(vMap, launch.params.v_map, encode).isOk()
+            ? 1
+            : 0;
   }
-  float *lse = sig.returnLSE ? args.lse : nullptr;
-  if (lse && args.lseHeadStride <= 0)
-    return invalidArgument("lse_head_stride must be > 0 when lse is given "
-                           "(total_q for [num_q_heads, total_q]; got " +
-                           std::to_string(args.lseHeadStride) + ")");
-  if (!std::isfinite(args.softmaxScale))
-    return invalidArgument("softmax_scale must be finite, 0 meaning "
-                           "1/sqrt(head_dim_qk)");
-  if (sig.alibi && !args.alibiSlopes)
-    return invalidArgument("alibi_slopes is null, but the kernel has alibi=1: "
-                           "pass [num_q_heads] fp32 slopes");
-  if (!sig.alibi && args.alibiSlopes)
-    return invalidArgument("alibi_slopes is given, but the kernel has "
-                           "alibi=0 and would ignore them: build it with "
-                           "alibi=1");
-  if (reinterpret_cast<uintptr_t>(args.alibiSlopes) % 4 != 0)
-    return invalidArgument("alibi_slopes must be 4-byte aligned");
-
-  PrefillParams params = {
-      args.q,
-      args.k,
-      args.v,
-      args.out,
-      lse,
-      args.cuSeqlensQ,
-      args.cuSeqlensK,
-      resolved[0],
-      resolved[1],
-      resolved[2],
-      resolved[3],
-      resolved[4],
-      resolved[5],
-      resolved[6],
-      resolved[7],
-      lse ? args.lseHeadStride : 0,
-      args.batch,
-      args.maxSeqlenQ,
-      args.softmaxScale != 0.0f
-          ? args.softmaxScale
-          : 1.0f / std::sqrt(static_cast<float>(sig.headDimQK)),
-      0,
-      args.alibiSlopes,
-  };
-  LaunchGeometry geometry;
-  geometry.grid[0] =
-      static_cast<unsigned>((args.maxSeqlenQ + code.tileQ - 1) / code.tileQ);
-  geometry.grid[1] = static_cast<unsigned>(sig.numQHeads);
-  geometry.grid[2] = static_cast<unsigned>(args.batch);
-  geometry.threadsPerBlock = static_cast<unsigned>(code.threadsPerBlock);
-  geometry.sharedBytes = static_cast<unsigned>(code.sharedBytes);
-  void *kernelArgs[] = {&params};
-  return backend_->launch(loaded->function(), geometry, args.stream,
+  void *kernelArgs[] = {&launch.params};
+  return backend_->launch(loaded->function(), launch.geometry, args.stream,
                           kernelArgs);
 }
 

@@ -1,15 +1,17 @@
 //===- TensorMapCache.h - encoded tensor maps by request --------*- C++ -*-===//
 //
 // A decode step of the 64-row sm_90a kernel passes a tensor map of the
-// cache in its parameter block. Encoding one (cuTensorMapEncodeTiled) is
-// host work repeated on every launch for the same few caches (an engine
-// has one per layer), so runDecode keeps the maps it encoded, by request.
+// cache in its parameter block, the sm_90a prefill maps of k and v.
+// Encoding one (cuTensorMapEncodeTiled) is host work repeated on every
+// launch for the same few tensors (an engine has one cache per layer), so
+// the runtime keeps the maps it encoded, by request.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLAGEN_LIB_RUNTIME_TENSORMAPCACHE_H
 #define MLAGEN_LIB_RUNTIME_TENSORMAPCACHE_H
 
 #include "DecodeParams.h"
+#include "PrefillParams.h"
 #include "DeviceBackend.h"
 
 #include <array>
@@ -22,8 +24,11 @@ namespace mlagen {
 
 class TensorMapCache {
 public:
-  // A map fills the parameter block's kv_map (a CUtensorMap).
+  // A map fills a parameter block's kv_map, k_map or v_map (a CUtensorMap).
   static constexpr size_t kMapBytes = sizeof(DecodeParams::kv_map);
+  static_assert(sizeof(PrefillParams::k_map) == kMapBytes &&
+                    sizeof(PrefillParams::v_map) == kMapBytes,
+                "every tensor map field is one CUtensorMap");
   // Beyond this many distinct requests (caches reallocated again and again)
   // the cache starts over rather than grow without bound.
   static constexpr size_t kMaxEntries = 1024;

@@ -52,7 +52,8 @@ _lib.mlagen_get_kernel.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POIN
 _lib.mlagen_prefill_run.argtypes = [
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
-    ctypes.POINTER(ctypes.c_int64), ctypes.c_float, ctypes.c_void_p, ctypes.c_void_p]
+    ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), ctypes.c_float, ctypes.c_void_p,
+    ctypes.c_void_p]
 _lib.mlagen_decode_planner_create.argtypes = [
     ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p)]
 _lib.mlagen_decode_planner_destroy.argtypes = [ctypes.c_void_p]
@@ -662,7 +663,9 @@ class Kernel:
         cu_seqlens). alibi_slopes: fp32 [hq] on the device, required by an
         alibi=1 kernel, refused by any other (added to the soft-capped logits
         as -slope * |i + seqlen_k - seqlen_q - j|, as flash-attn's
-        alibi_slopes). stream: an int handle, None = current. ValueError /
+        alibi_slopes). k.shape[0] goes to the runtime as total_k: the sm_90a
+        kernel's bulk copies read whole tiles but never past it.
+        stream: an int handle, None = current. ValueError /
         TypeError name the argument that is wrong before anything launches."""
         import torch
         if self.fields["op"] != "prefill":
@@ -731,7 +734,7 @@ class Kernel:
             self._handle, q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
             lse.data_ptr() if lse is not None else None,
             cu_seqlens_q.data_ptr(), cu_seqlens_k.data_ptr(), cu_seqlens_q.numel() - 1,
-            int(max_seqlen_q), strides, float(softmax_scale),
+            int(max_seqlen_q), k.shape[0], strides, float(softmax_scale),
             alibi_slopes.data_ptr() if alibi_slopes is not None else None, stream))
 
 

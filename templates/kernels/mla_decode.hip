@@ -2148,11 +2148,6 @@ constexpr int kMinBlocksPerSM =
 #else
 #define MLAGEN_DECODE_LAUNCH_BOUNDS __launch_bounds__(mlagen_config::kThreads)
 #endif
-#if MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
-#define MLAGEN_GRID_CONSTANT const __grid_constant__
-#else
-#define MLAGEN_GRID_CONSTANT const
-#endif
 
 // Grid: x = max_work (blocks past num_work[0] exit), y = ceil(kQLen *
 // kNumHeads / kHeadsPerBlock). Block: kThreads; dynamic shared memory kSharedBytes.

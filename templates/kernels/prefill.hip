@@ -24,8 +24,12 @@ struct mlagen_prefill_params {
   int batch;
   int max_seqlen_q;
   float softmax_scale;
-  int reserved;
+  // 1: k_map and v_map describe k and v for bulk tensor copies (the sm_90a
+  // wgmma kernel); 0: every kernel copies with cp.async or loads.
+  int kv_maps_ready;
   const float *alibi_slopes; // [kNumQHeads] when kAlibi, else unread
+  alignas(64) unsigned char k_map[128]; // CUtensorMap of k: (dim, kv head, token)
+  alignas(64) unsigned char v_map[128]; // CUtensorMap of v
 };
 
 namespace mlagen {
@@ -164,6 +168,8 @@ struct Task {
   float *lse;       // query 0 of the sequence, or null
   long long q_stride, k_stride, v_stride, out_stride;
   Logits logits;
+  int kv_head;      // for tensor-map coordinates: key 0 is row k_row0 of k and v
+  int k_row0;
 };
 
 // Thread layout for copying tiles of kCols-element rows in 16-byte chunks:
@@ -441,7 +447,8 @@ MLAGEN_DEVICE void attend(const Task &task, u16 *smem) {
 // transposed from shared memory. A consumer issues S of tile j with P V of
 // tile j - 1; with two consumers, named barriers make their products take
 // turns, so that one warpgroup's softmax runs under the other's products.
-// (No TMA: the runtime passes no tensor map.)
+// With tensor maps of k and v from the host, K and V tiles arrive by bulk
+// tensor copies (TMA) instead (produce_bulk); Q always by cp.async.
 namespace warpgroup_mma {
 
 using sm90::u64;
@@ -521,6 +528,81 @@ MLAGEN_DEVICE void load_tile(u32 dst, const u16 *src, long long src_stride, int 
       nv::cp_async_16(dst + slab * kRows * 128 + pass * 16 * 128,
                       valid ? src + pass * 16 * src_stride + slab * 64 : tile, valid);
   }
+}
+
+// The same by kCopiers threads (a warp) in a rolled loop, for a copy that
+// runs once per block beside the bulk copies: the producer has 24 registers.
+template <int kRows, int kCols, int kCopiers>
+MLAGEN_DEVICE void load_tile_rolled(u32 dst, const u16 *src, long long src_stride, int rows_valid, int ptid) {
+  const int chunk = ptid % 8;
+#pragma unroll 1
+  for (int r = ptid / 8; r < kRows; r += kCopiers / 8) {
+    const bool valid = r < rows_valid;
+    const u16 *from = src + (valid ? r * src_stride : 0) + chunk * 8;
+    const u32 to = dst + r * 128 + ((chunk ^ (r % 8)) * 16);
+#pragma unroll
+    for (int slab = 0; slab < kCols / 64; ++slab)
+      nv::cp_async_16(to + slab * kRows * 128, from + slab * 64, valid);
+  }
+}
+
+// K and V by bulk tensor copies when the host passes tensor maps: bf16
+// only, since with fp16 (Q read from shared memory, P's rounding residues)
+// ptxas spills a few bytes of the 24-register producer with them.
+constexpr bool kBulkCopies = kInputBF16;
+
+// The tensor maps of k and v (mlagen_prefill_params::k_map, v_map), or null.
+struct TensorMaps {
+  const void *k;
+  const void *v;
+};
+
+// Bulk copies: warp 0 streams the K tiles and warp 1 the V tiles, each
+// waiting only for its own buffers' release; lane 0 issues. K rows past the
+// sequence are the next sequence's keys (or zeros): the consumers' mask
+// replaces their scores with -inf. V rows there are multiplied by P = 0,
+// and 0 x NaN is not 0, so a V tile that ends past the sequence (only ever
+// the last) is copied by the warp with cp.async, which zero-fills them.
+MLAGEN_DEVICE void produce_bulk(const Task &task, const TensorMaps &maps, u32 k_smem, u32 v_smem,
+                                const Barriers &bars, int first_tile, int num_tiles, int warp, int lane) {
+  const bool keys = warp == 0;
+  const int bulk_tiles =
+      keys || (first_tile + num_tiles) * kTileK <= task.seq.len_k ? num_tiles : num_tiles - 1;
+  // The role's buffers and barriers as bases plus a stride per stage, so
+  // that the loop fits the producer's 24 registers.
+  const void *map = keys ? maps.k : maps.v;
+  const u32 buffer = keys ? k_smem : v_smem;
+  const u32 tile_bytes = keys ? kKBytes : kVBytes;
+  const int slabs = (keys ? kHeadDimQK : kHeadDimV) / 64;
+  const u32 full = keys ? bars.k_full(0) : bars.v_full(0);
+  const u32 empty = keys ? bars.k_empty(0) : bars.v_empty(0);
+  if (lane == 0)
+    sm90::prefetch_tensor_map(map);
+  int row = task.k_row0 + first_tile * kTileK;
+  for (int it = 0; it < bulk_tiles; ++it, row += kTileK) {
+    const int stage = it % kStages;
+    if (it >= kStages)
+      sm90::mbarrier_wait(empty + 8 * stage, (it / kStages - 1) & 1);
+    if (lane == 0) {
+      sm90::mbarrier_arrive_expect_tx(full + 8 * stage, tile_bytes);
+      for (int slab = 0; slab < slabs; ++slab)
+        sm90::tma_load_3d(buffer + stage * tile_bytes + slab * kTileK * 128, map, 64 * slab, task.kv_head, row,
+                          full + 8 * stage);
+    }
+  }
+  if (bulk_tiles == num_tiles)
+    return;
+  const int it = num_tiles - 1;
+  const int stage = it % kStages;
+  if (it >= kStages)
+    sm90::mbarrier_wait(bars.v_empty(stage), (it / kStages - 1) & 1);
+  const int k0 = (first_tile + it) * kTileK;
+  load_tile_rolled<kTileK, kHeadDimV, 32>(v_smem + stage * kVBytes, task.v + k0 * task.v_stride, task.v_stride,
+                                          task.seq.len_k - k0, lane);
+  sm90::cp_async_wait_all();
+  __syncwarp();
+  if (lane == 0)
+    sm90::mbarrier_arrive(bars.v_full(stage));
 }
 
 MLAGEN_DEVICE void produce(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem, const Barriers &bars,
@@ -904,7 +986,7 @@ MLAGEN_DEVICE void consume(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem,
   }
 }
 
-MLAGEN_DEVICE void attend(const Task &task, u16 *smem) {
+MLAGEN_DEVICE void attend(const Task &task, const TensorMaps &maps, u16 *smem) {
   const Sequence &seq = task.seq;
   const u32 raw = nv::shared_address(smem);
   const u32 q_smem = (raw + 1023) & ~1023u;
@@ -923,11 +1005,12 @@ MLAGEN_DEVICE void attend(const Task &task, u16 *smem) {
   const int first_tile = key_begin / kTileK;
   const int num_tiles = key_end > key_begin ? ceil_div(key_end, kTileK) - first_tile : 0;
 
+  const bool bulk = kBulkCopies && maps.k != nullptr;
   if (tid == 0) {
     sm90::mbarrier_init(bars.q_full(), 128);
     for (int s = 0; s < kStages; ++s) {
-      sm90::mbarrier_init(bars.k_full(s), 128);
-      sm90::mbarrier_init(bars.v_full(s), 128);
+      sm90::mbarrier_init(bars.k_full(s), bulk ? 1 : 128);
+      sm90::mbarrier_init(bars.v_full(s), bulk ? 1 : 128);
       sm90::mbarrier_init(bars.k_empty(s), 4 * kConsumers); // one arrival per consumer warp
       sm90::mbarrier_init(bars.v_empty(s), 4 * kConsumers);
     }
@@ -938,8 +1021,17 @@ MLAGEN_DEVICE void attend(const Task &task, u16 *smem) {
   if (warp < 4) {
     if (kConsumers == 2)
       sm90::setmaxnreg_dec<kProducerRegs>();
-    if (num_tiles > 0)
+    if (num_tiles == 0)
+      return;
+    if (bulk) {
+      load_tile<kTileQ, kHeadDimQK>(q_smem, task.q, task.q_stride, rows_q, tid);
+      sm90::cp_async_arrive(bars.q_full());
+      if (warp < 2)
+        produce_bulk(task, maps, k_smem, v_smem, bars, first_tile, num_tiles, warp, lane);
+      sm90::cp_async_wait_all(); // no copies outlive the thread
+    } else {
       produce(task, q_smem, k_smem, v_smem, bars, first_tile, num_tiles, rows_q);
+    }
     return;
   }
   if (kConsumers == 2)
@@ -1339,7 +1431,8 @@ MLAGEN_DEVICE GridItem grid_item(int batch, int max_seqlen_q) {
 #define MLAGEN_PREFILL_BOUNDS __launch_bounds__(mlagen_config::kThreads)
 #endif
 
-extern "C" __global__ void MLAGEN_PREFILL_BOUNDS mlagen_prefill(mlagen_prefill_params p) {
+// __grid_constant__ (sm_90a): the tensor maps are read in place, in parameter space.
+extern "C" __global__ void MLAGEN_PREFILL_BOUNDS mlagen_prefill(MLAGEN_GRID_CONSTANT mlagen_prefill_params p) {
   using namespace mlagen;
   using namespace mlagen::prefill;
   extern __shared__ __attribute__((aligned(16))) u16 mlagen_smem[];
@@ -1368,11 +1461,14 @@ extern "C" __global__ void MLAGEN_PREFILL_BOUNDS mlagen_prefill(mlagen_prefill_p
       p.k_token_stride,
       p.v_token_stride,
       p.out_token_stride,
-      Logits(p.softmax_scale, kAlibi ? p.alibi_slopes[head] : 0.0f)};
+      Logits(p.softmax_scale, kAlibi ? p.alibi_slopes[head] : 0.0f),
+      kv_head,
+      k_offset};
 
 #if MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
   if constexpr (kWarpSpecialized)
-    warpgroup_mma::attend(task, mlagen_smem);
+    warpgroup_mma::attend(task, {p.kv_maps_ready ? p.k_map : nullptr, p.kv_maps_ready ? p.v_map : nullptr},
+                          mlagen_smem);
   else
     warp_mma::attend(task, mlagen_smem);
 #elif MLAGEN_TARGET_NVIDIA

@@ -14,6 +14,9 @@
   __attribute__((amdgpu_flat_work_group_size(1, threads)))
 #endif
 
+// A kernel's parameter block (bulk tensor copies are NVIDIA's).
+#define MLAGEN_GRID_CONSTANT const
+
 namespace mlagen {
 
 typedef float f32x2 __attribute__((ext_vector_type(2)));

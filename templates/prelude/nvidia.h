@@ -3,6 +3,14 @@
 // on: mma.sync m16n8k16, ldmatrix and cp.async. NVRTC provides threadIdx,
 // __syncthreads and __shfl_xor_sync without headers.
 
+// A kernel's parameter block, read in place on sm_90a (__grid_constant__):
+// bulk tensor copies take their tensor maps from parameter space.
+#if MLAGEN_ARCH_SM90A
+#define MLAGEN_GRID_CONSTANT const __grid_constant__
+#else
+#define MLAGEN_GRID_CONSTANT const
+#endif
+
 namespace mlagen {
 
 MLAGEN_DEVICE int thread_index() { return (int)threadIdx.x; }

@@ -31,7 +31,7 @@ struct mlagen_prefill_params {
   int batch;
   int max_seqlen_q;
   float softmax_scale;
-  int reserved;
+  int kv_maps_ready; // the rest of the real block is not read
 };
 
 extern "C" __global__ void mlagen_prefill(mlagen_prefill_params p) {
@@ -52,7 +52,7 @@ extern "C" __global__ void mlagen_prefill(mlagen_prefill_params p) {
       p.q_token_stride, p.q_head_stride, p.k_token_stride, p.k_head_stride,
       p.v_token_stride, p.v_head_stride, p.out_token_stride,
       p.out_head_stride, p.lse_head_stride, p.batch, p.max_seqlen_q,
-      __float_as_int(p.softmax_scale), p.reserved,
+      __float_as_int(p.softmax_scale), p.kv_maps_ready,
       gridDim.x, gridDim.y, gridDim.z, blockDim.x, dynamicShared};
   for (int i = 0; i < 25; ++i)
     echo[i] = fields[i];

@@ -37,6 +37,9 @@ template <typename Params> struct RecordedLaunch {
 template <typename Params> struct LaunchLog {
   std::mutex mutex;
   std::vector<RecordedLaunch<Params>> launches;
+  // Set: the device encodes tensor maps (bytes 0xA5), recording each request.
+  bool tensorMaps = false;
+  std::vector<TensorMapRequest> tensorMapRequests;
 };
 
 template <typename Params> class RecordingBackend final : public MemorylessBackend {
@@ -51,6 +54,15 @@ public:
     return Status::ok();
   }
   void unload(DeviceFunction &) override {}
+  Status encodeTensorMap(const TensorMapRequest &request,
+                         void *map) const override {
+    if (!log_->tensorMaps)
+      return DeviceBackend::encodeTensorMap(request, map);
+    std::lock_guard<std::mutex> lock(log_->mutex);
+    log_->tensorMapRequests.push_back(request);
+    std::memset(map, 0xA5, kTensorMapBytes);
+    return Status::ok();
+  }
   Status launch(const DeviceFunction &function, const LaunchGeometry &geometry,
                 void *stream, void **params) override {
     REQUIRE(function.function == kFunction);
@@ -63,6 +75,7 @@ public:
 
 private:
   inline static void *const kFunction = fakeAddress<void>(0x3000);
+  static constexpr size_t kTensorMapBytes = 128; // a CUtensorMap
   std::shared_ptr<LaunchLog<Params>> log_;
 };
 

@@ -3,8 +3,10 @@
 #include "TestSupport.h"
 #include "DeviceCompiler.h"
 #include "Hash.h"
+#include "mlagen/Templates/Templates.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <stdexcept>
@@ -33,6 +35,8 @@ Status CountingGenerator::generate(const Signature &sig, GeneratedKernel &out) {
   out.threadsPerBlock = threadsPerBlock;
   out.sharedBytes = sharedBytes;
   out.tileQ = tileQ ? tileQ : sig.tileQ ? sig.tileQ : 64;
+  if (sig.op == OpKind::Prefill)
+    out.tileK = sig.tileK ? sig.tileK : tileK;
   if (sig.op == OpKind::Decode) {
     out.tileQ = tileQ ? tileQ : 16;
     out.tileK = sig.tileK ? sig.tileK : tileK;
@@ -99,6 +103,38 @@ std::vector<std::string> cacheEntries(const std::string &root) {
     if (file.path().extension() == ".entry")
       entries.push_back(file.path().string());
   return entries;
+}
+
+std::vector<std::string> templateStructDeclarations(const std::string &path,
+                                                    const std::string &name) {
+  std::optional<std::string_view> source = templates::lookup(path);
+  if (!source)
+    return {};
+  const std::string text(*source);
+  const size_t begin = text.find("struct " + name + " {");
+  if (begin == std::string::npos)
+    return {};
+  const size_t open = text.find('{', begin), end = text.find("};", begin);
+  if (end == std::string::npos)
+    return {};
+  const std::string body = text.substr(open + 1, end - open - 1);
+  std::vector<std::string> declarations;
+  std::string current;
+  for (size_t i = 0; i < body.size(); ++i) {
+    if (body.compare(i, 2, "//") == 0) {
+      i = body.find('\n', i);
+      if (i == std::string::npos)
+        break;
+      continue;
+    }
+    if (body[i] == ';') {
+      declarations.push_back(current);
+      current.clear();
+    } else if (!std::isspace(static_cast<unsigned char>(body[i]))) {
+      current += body[i];
+    }
+  }
+  return declarations;
 }
 
 } // namespace mlagen::test

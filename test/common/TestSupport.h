@@ -35,8 +35,9 @@ public:
   int threadsPerBlock = 128;
   int sharedBytes = 0;
   int tileQ = 0;     // 0: the signature's tile_q, or 64 when it pins none
-  // Decode signatures get tileK (or the pinned tile_k), padded heads
-  // (0: the signature's) and one reduce entry of threadsPerBlock threads.
+  // Prefill and decode signatures get tileK (or the pinned tile_k); decode
+  // ones also padded heads (0: the signature's) and one reduce entry of
+  // threadsPerBlock threads.
   int tileK = 64;
   int paddedHeads = 0;
   bool fail = false; // return GeneratorError instead
@@ -88,6 +89,13 @@ std::string cacheVersionDir(const std::string &root);
 
 // The *.entry files of a cache root.
 std::vector<std::string> cacheEntries(const std::string &root);
+
+// The member declarations of `struct NAME {` in the embedded template
+// `path`, without comments or whitespace ("constvoid*q", ...); empty if the
+// template or the struct is missing. Tests pin a kernel's parameter block
+// to its host mirror with it.
+std::vector<std::string> templateStructDeclarations(const std::string &path,
+                                                    const std::string &name);
 
 } // namespace mlagen::test
 

@@ -114,7 +114,13 @@ void checkPrefill(Fixture &fixture, const Shape &shape, bool causal,
   referencePrefill(problem, in.q, in.k, in.v, expectedOut, expectedLSE);
 
   DeviceBackend &backend = *fixture.backend;
-  DeviceBuffer q(backend, in.qBits), k(backend, in.kBits), v(backend, in.vBits);
+  // k and v hold kNaNRows rows of NaN past the last sequence, and say so
+  // (total_k): tiles that end past a sequence must not let them into out.
+  constexpr int kNaNRows = 64;
+  std::vector<uint16_t> kRows = in.kBits, vRows = in.vBits;
+  kRows.resize(kRows.size() + size_t(kNaNRows) * hkv * dqk, 0x7fc0);
+  vRows.resize(vRows.size() + size_t(kNaNRows) * hkv * dv, 0x7fc0);
+  DeviceBuffer q(backend, in.qBits), k(backend, kRows), v(backend, vRows);
   DeviceBuffer cuQ(backend, problem.cuSeqlensQ), cuK(backend, problem.cuSeqlensK);
   // NaN everywhere first: a row the kernel forgets cannot pass.
   DeviceBuffer out(backend,
@@ -133,6 +139,7 @@ void checkPrefill(Fixture &fixture, const Shape &shape, bool causal,
   args.cuSeqlensK = cuK.get<int>();
   args.batch = static_cast<int>(seqlensQ.size());
   args.maxSeqlenQ = *std::max_element(seqlensQ.begin(), seqlensQ.end());
+  args.totalK = totalK + kNaNRows; // sm_90a: K and V tiles by TMA
   REQUIRE(fixture.runtime->runPrefill(*kernel, args));
   REQUIRE(backend.synchronize());
 
@@ -155,12 +162,14 @@ void checkPrefill(Fixture &fixture, const Shape &shape, bool causal,
   CHECK(maxOutError <= 1e-2);
   CHECK(maxLSEError <= 1e-3);
 
-  // lse may be null: the kernel must skip the write and still produce out.
+  // lse may be null: the kernel must skip the write and still produce out;
+  // without total_k (cp.async on sm_90a), the same bits.
   DeviceBuffer outNoLSE(backend,
                         std::vector<uint16_t>(size_t(totalQ) * hq * dv, 0x7fc0));
   args.out = outNoLSE.get();
   args.lse = nullptr;
   args.lseHeadStride = 0;
+  args.totalK = 0;
   REQUIRE(fixture.runtime->runPrefill(*kernel, args));
   REQUIRE(backend.synchronize());
   CHECK(outNoLSE.download<uint16_t>() == gotOut);

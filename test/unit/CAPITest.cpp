@@ -78,7 +78,7 @@ TEST_CASE("C runtimes: create, describe, refuse, destroy", "[capi]") {
   CHECK(std::strlen(mlagen_last_error()) > 0);
 
   CHECK(mlagen_prefill_run(nullptr, nullptr, nullptr, nullptr, nullptr,
-                           nullptr, nullptr, nullptr, 1, 1, nullptr, 0.0f,
+                           nullptr, nullptr, nullptr, 1, 1, 0, nullptr, 0.0f,
                            nullptr, nullptr) == MLAGEN_INVALID_ARGUMENT);
   CHECK(std::string(mlagen_last_error()) == "kernel is null");
   mlagen_runtime_destroy(runtime);

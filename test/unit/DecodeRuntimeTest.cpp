@@ -15,9 +15,7 @@
 #include "TestSupport.h"
 #include "mlagen-c/Runtime.h"
 #include "mlagen/Runtime/DecodePlan.h"
-#include "mlagen/Templates/Templates.h"
 
-#include <cctype>
 #include <cmath>
 #include <cstring>
 
@@ -564,33 +562,8 @@ TEST_CASE("the decode template declares the parameter block runDecode passes",
           "[decode-runtime]") {
   // DecodeParams.h pins the host side's offsets; this pins the kernel's
   // declaration to the same fields, types and order.
-  std::optional<std::string_view> source =
-      templates::lookup("kernels/mla_decode.hip");
-  REQUIRE(source);
-  const std::string text(*source);
-  const size_t begin = text.find("struct mlagen_decode_params {");
-  REQUIRE(begin != std::string::npos);
-  const size_t end = text.find("};", begin);
-  REQUIRE(end != std::string::npos);
-  std::string body =
-      text.substr(text.find('{', begin) + 1, end - text.find('{', begin) - 1);
-  // Declarations without comments or whitespace: "constvoid*q", ...
-  std::vector<std::string> declarations;
-  std::string current;
-  for (size_t i = 0; i < body.size(); ++i) {
-    if (body.compare(i, 2, "//") == 0) {
-      i = body.find('\n', i);
-      if (i == std::string::npos)
-        break;
-      continue;
-    }
-    if (body[i] == ';') {
-      declarations.push_back(current);
-      current.clear();
-    } else if (!std::isspace(static_cast<unsigned char>(body[i]))) {
-      current += body[i];
-    }
-  }
+  const std::vector<std::string> declarations =
+      templateStructDeclarations("kernels/mla_decode.hip", "mlagen_decode_params");
   CHECK(declarations ==
         std::vector<std::string>{
             "constvoid*q",

@@ -10,7 +10,6 @@
 #include "TestSupport.h"
 #include "mlagen/Templates/Templates.h"
 
-#include <cctype>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -126,32 +125,9 @@ TEST_CASE("the paged decode template declares the parameter block the "
           "[paged-decode]") {
   // PagedDecodeParams.h pins the host side's offsets; this pins the kernel's
   // declaration to the same fields, types and order.
-  std::optional<std::string_view> source =
-      templates::lookup("kernels/paged_decode.hip");
-  REQUIRE(source);
-  const std::string text(*source);
-  const size_t begin = text.find("struct mlagen_paged_decode_params {");
-  REQUIRE(begin != std::string::npos);
-  const size_t open = text.find('{', begin), end = text.find("};", begin);
-  REQUIRE(end != std::string::npos);
-  const std::string body = text.substr(open + 1, end - open - 1);
-  // Declarations without comments or whitespace: "constvoid*q", ...
-  std::vector<std::string> declarations;
-  std::string current;
-  for (size_t i = 0; i < body.size(); ++i) {
-    if (body.compare(i, 2, "//") == 0) {
-      i = body.find('\n', i);
-      if (i == std::string::npos)
-        break;
-      continue;
-    }
-    if (body[i] == ';') {
-      declarations.push_back(current);
-      current.clear();
-    } else if (!std::isspace(static_cast<unsigned char>(body[i]))) {
-      current += body[i];
-    }
-  }
+  const std::vector<std::string> declarations =
+      test::templateStructDeclarations("kernels/paged_decode.hip",
+                                       "mlagen_paged_decode_params");
   CHECK(declarations ==
         std::vector<std::string>{
             "constvoid*q",

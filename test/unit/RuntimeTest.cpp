@@ -269,7 +269,7 @@ TEST_CASE("runPrefill fills the parameter block and the grid", "[runtime]") {
     CHECK(p.batch == 3);
     CHECK(p.max_seqlen_q == 300);
     CHECK(p.softmax_scale == Approx(1.0 / std::sqrt(128.0)));
-    CHECK(p.reserved == 0);
+    CHECK(p.kv_maps_ready == 0);
     CHECK(p.alibi_slopes == nullptr);
   }
 

@@ -106,6 +106,10 @@ struct PrefillArgs {
   const int *cuSeqlensK = nullptr; // [batch + 1]
   int batch = 0;             // >= 1
   int maxSeqlenQ = 0;        // 0: nothing to launch
+  // Rows of k and v (k.shape[0]); 0: unknown. Given, the sm_90a kernel
+  // copies K and V tiles with TMA, which reads whole tiles past a sequence's
+  // last key (never past total_k rows); unknown, it uses cp.async (slower).
+  int64_t totalK = 0;
   // 0 means contiguous: token stride = heads * head dim, head stride = head
   // dim (out: num_q_heads * head_dim_v and head_dim_v).
   int64_t qTokenStride = 0, qHeadStride = 0;

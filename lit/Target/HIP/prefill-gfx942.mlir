@@ -31,6 +31,6 @@ mla.prefill @gqa_window qk_head_dim = 128, v_head_dim = 128, q_heads = 32, kv_he
 // CHECK-NEXT: } // namespace mlagen_config
 // CHECK-NOT:  MLAGEN_TARGET_NVIDIA
 // CHECK:      __builtin_amdgcn_mfma
-// CHECK:      mlagen_prefill(mlagen_prefill_params p)
+// CHECK: mlagen_prefill(MLAGEN_GRID_CONSTANT mlagen_prefill_params p)
 
 // FILLED-NOT: @@

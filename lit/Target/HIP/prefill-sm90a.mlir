@@ -30,7 +30,7 @@ mla.prefill @mla_192x128 qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_h
 // The NVIDIA prelude is in, the CDNA one is not, and the kernel follows.
 // CHECK-NOT:  MLAGEN_TARGET_CDNA
 // CHECK:      mma.sync
-// CHECK:      mlagen_prefill(mlagen_prefill_params p)
+// CHECK:      mlagen_prefill(MLAGEN_GRID_CONSTANT mlagen_prefill_params p)
 // A causal grid takes its blocks in bands of heads, longest tiles first.
 // CHECK:      const GridItem item = grid_item(p.batch, p.max_seqlen_q);
 
