@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace mlagen {
 namespace {
@@ -102,39 +103,29 @@ Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
 
   const int64_t hq = sig.numQHeads, dqk = sig.headDimQK, dv = sig.headDimV;
   const int64_t kvToken = args.kvTokenStride ? args.kvTokenStride : dqk;
-  struct StrideArg {
-    const char *name;
-    int64_t given, contiguous;
-  };
-  const StrideArg strides[] = {
-      {"q_batch_stride", args.qBatchStride, sig.qLen * hq * dqk},
-      {"q_token_stride", args.qTokenStride, hq * dqk},
-      {"q_head_stride", args.qHeadStride, dqk},
-      {"out_batch_stride", args.outBatchStride, sig.qLen * hq * dv},
-      {"out_token_stride", args.outTokenStride, hq * dv},
-      {"out_head_stride", args.outHeadStride, dv},
-      {"kv_block_stride", args.kvBlockStride, sig.pageSize * kvToken},
-      {"kv_token_stride", args.kvTokenStride, dqk},
-  };
   long long resolved[8];
-  for (int i = 0; i < 8; ++i) {
-    if (strides[i].given < 0)
-      return invalidArgument(std::string(strides[i].name) +
-                             " must be >= 0, 0 meaning contiguous (got " +
-                             std::to_string(strides[i].given) + ")");
-    resolved[i] = strides[i].given ? strides[i].given : strides[i].contiguous;
-    if (resolved[i] % 8 != 0)
-      return invalidArgument(std::string(strides[i].name) +
-                             " must be a multiple of 8 elements, so rows stay "
-                             "16-byte aligned (got " +
-                             std::to_string(resolved[i]) + ")");
-    // fp8 cache rows are read 16 one-byte elements at a time.
-    if (i >= 6 && sig.kvType == DType::FP8E4M3 && resolved[i] % 16 != 0)
-      return invalidArgument(std::string(strides[i].name) +
+  if (Status status = resolveStrides(
+          {
+              {"q_batch_stride", args.qBatchStride, sig.qLen * hq * dqk},
+              {"q_token_stride", args.qTokenStride, hq * dqk},
+              {"q_head_stride", args.qHeadStride, dqk},
+              {"out_batch_stride", args.outBatchStride, sig.qLen * hq * dv},
+              {"out_token_stride", args.outTokenStride, hq * dv},
+              {"out_head_stride", args.outHeadStride, dv},
+              {"kv_block_stride", args.kvBlockStride, sig.pageSize * kvToken},
+              {"kv_token_stride", args.kvTokenStride, dqk},
+          },
+          resolved);
+      !status)
+    return status;
+  // fp8 cache rows are read 16 one-byte elements at a time.
+  for (auto [name, stride] : {std::pair{"kv_block_stride", resolved[6]},
+                              std::pair{"kv_token_stride", resolved[7]}})
+    if (sig.kvType == DType::FP8E4M3 && stride % 16 != 0)
+      return invalidArgument(std::string(name) +
                              " must be a multiple of 16 elements for an fp8 "
                              "cache, so rows stay 16-byte aligned (got " +
-                             std::to_string(resolved[i]) + ")");
-  }
+                             std::to_string(stride) + ")");
   const bool fp8Cache = sig.kvType == DType::FP8E4M3;
   if (fp8Cache && (!std::isfinite(args.kvScale) || args.kvScale <= 0.0f))
     return invalidArgument("kv_scale must be finite and > 0 for an fp8 cache "

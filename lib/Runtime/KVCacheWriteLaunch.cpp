@@ -44,29 +44,18 @@ Status prepareKVCacheWriteLaunch(const Signature &sig, const CodeObject &code,
   const int64_t row = sig.headDimQK, latent = sig.headDimV;
   const int64_t cacheToken =
       args.cacheTokenStride ? args.cacheTokenStride : row;
-  const struct {
-    const char *name;
-    int64_t given, contiguous;
-  } strides[] = {
-      {"kv_c_token_stride", args.kvCTokenStride, latent},
-      {"k_pe_token_stride", args.kPeTokenStride, row - latent},
-      {"cache_block_stride", args.cacheBlockStride,
-       int64_t(sig.pageSize) * cacheToken},
-      {"cache_token_stride", args.cacheTokenStride, row},
-  };
   long long resolved[4];
-  for (int i = 0; i < 4; ++i) {
-    if (strides[i].given < 0)
-      return invalidArgument(std::string(strides[i].name) +
-                             " must be >= 0, 0 meaning contiguous (got " +
-                             std::to_string(strides[i].given) + ")");
-    resolved[i] = strides[i].given ? strides[i].given : strides[i].contiguous;
-    if (resolved[i] % 8 != 0)
-      return invalidArgument(std::string(strides[i].name) +
-                             " must be a multiple of 8 elements, so rows stay "
-                             "16-byte aligned (got " +
-                             std::to_string(resolved[i]) + ")");
-  }
+  if (Status status = resolveStrides(
+          {
+              {"kv_c_token_stride", args.kvCTokenStride, latent},
+              {"k_pe_token_stride", args.kPeTokenStride, row - latent},
+              {"cache_block_stride", args.cacheBlockStride,
+               int64_t(sig.pageSize) * cacheToken},
+              {"cache_token_stride", args.cacheTokenStride, row},
+          },
+          resolved);
+      !status)
+    return status;
   if (resolved[3] < row)
     return invalidArgument("cache_token_stride must be >= the row of " +
                            std::to_string(row) + " elements (got " +

@@ -23,4 +23,18 @@ Status checkDevicePointers(std::initializer_list<DevicePointer> pointers,
   return Status::ok();
 }
 
+Status resolveStride(const StrideArg &stride, long long &out) {
+  if (stride.given < 0)
+    return invalidArgument(std::string(stride.name) +
+                           " must be >= 0, 0 meaning contiguous (got " +
+                           std::to_string(stride.given) + ")");
+  out = stride.given ? stride.given : stride.contiguous;
+  if (out % 8 != 0)
+    return invalidArgument(std::string(stride.name) +
+                           " must be a multiple of 8 elements, so rows stay "
+                           "16-byte aligned (got " +
+                           std::to_string(out) + ")");
+  return Status::ok();
+}
+
 } // namespace mlagen

@@ -11,6 +11,8 @@
 
 #include "mlagen/Runtime/Status.h"
 
+#include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 
@@ -32,6 +34,25 @@ struct DevicePointer {
 // attention kernels) or "moves" (copied by the cache ops).
 Status checkDevicePointers(std::initializer_list<DevicePointer> pointers,
                            const char *verb);
+
+// An element stride as the caller gave it; 0 selects `contiguous`.
+struct StrideArg {
+  const char *name;
+  int64_t given, contiguous;
+};
+
+// Resolves `stride` into `out`: >= 0 and a multiple of 8 elements, so
+// that rows the kernel moves in 16-byte vectors stay aligned.
+Status resolveStride(const StrideArg &stride, long long &out);
+
+// resolveStride of strides[i] into out[i], the first failure returned.
+template <size_t N>
+Status resolveStrides(const StrideArg (&strides)[N], long long (&out)[N]) {
+  for (size_t i = 0; i < N; ++i)
+    if (Status status = resolveStride(strides[i], out[i]); !status)
+      return status;
+  return Status::ok();
+}
 
 } // namespace mlagen
 

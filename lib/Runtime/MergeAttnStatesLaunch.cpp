@@ -49,31 +49,19 @@ Status prepareMergeAttnStatesLaunch(const Signature &sig,
     return status;
 
   const int64_t heads = sig.numQHeads, dim = sig.headDimV;
-  struct StrideArg {
-    const char *name;
-    int64_t given, contiguous;
-  };
-  const StrideArg strides[] = {
-      {"prefix_token_stride", args.prefixTokenStride, heads * dim},
-      {"prefix_head_stride", args.prefixHeadStride, dim},
-      {"suffix_token_stride", args.suffixTokenStride, heads * dim},
-      {"suffix_head_stride", args.suffixHeadStride, dim},
-      {"out_token_stride", args.outTokenStride, heads * dim},
-      {"out_head_stride", args.outHeadStride, dim},
-  };
   long long resolved[6];
-  for (int i = 0; i < 6; ++i) {
-    if (strides[i].given < 0)
-      return invalidArgument(std::string(strides[i].name) +
-                             " must be >= 0, 0 meaning contiguous (got " +
-                             std::to_string(strides[i].given) + ")");
-    resolved[i] = strides[i].given ? strides[i].given : strides[i].contiguous;
-    if (resolved[i] % 8 != 0)
-      return invalidArgument(std::string(strides[i].name) +
-                             " must be a multiple of 8 elements, so rows stay "
-                             "16-byte aligned (got " +
-                             std::to_string(resolved[i]) + ")");
-  }
+  if (Status status = resolveStrides(
+          {
+              {"prefix_token_stride", args.prefixTokenStride, heads * dim},
+              {"prefix_head_stride", args.prefixHeadStride, dim},
+              {"suffix_token_stride", args.suffixTokenStride, heads * dim},
+              {"suffix_head_stride", args.suffixHeadStride, dim},
+              {"out_token_stride", args.outTokenStride, heads * dim},
+              {"out_head_stride", args.outHeadStride, dim},
+          },
+          resolved);
+      !status)
+    return status;
   // An LSE row holds a head's num_tokens values: a shorter stride would
   // make heads overlap.
   const StrideArg lseStrides[] = {

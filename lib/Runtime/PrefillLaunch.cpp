@@ -58,33 +58,21 @@ Status preparePrefillLaunch(const Signature &sig, const CodeObject &code,
   // 0 selects the contiguous stride.
   const int64_t hq = sig.numQHeads, hkv = sig.numKVHeads;
   const int64_t dqk = sig.headDimQK, dv = sig.headDimV;
-  struct StrideArg {
-    const char *name;
-    int64_t given, contiguous;
-  };
-  const StrideArg strides[] = {
-      {"q_token_stride", args.qTokenStride, hq * dqk},
-      {"q_head_stride", args.qHeadStride, dqk},
-      {"k_token_stride", args.kTokenStride, hkv * dqk},
-      {"k_head_stride", args.kHeadStride, dqk},
-      {"v_token_stride", args.vTokenStride, hkv * dv},
-      {"v_head_stride", args.vHeadStride, dv},
-      {"out_token_stride", args.outTokenStride, hq * dv},
-      {"out_head_stride", args.outHeadStride, dv},
-  };
   long long resolved[8];
-  for (int i = 0; i < 8; ++i) {
-    if (strides[i].given < 0)
-      return invalidArgument(std::string(strides[i].name) +
-                             " must be >= 0, 0 meaning contiguous (got " +
-                             std::to_string(strides[i].given) + ")");
-    resolved[i] = strides[i].given ? strides[i].given : strides[i].contiguous;
-    if (resolved[i] % 8 != 0)
-      return invalidArgument(std::string(strides[i].name) +
-                             " must be a multiple of 8 elements, so rows stay "
-                             "16-byte aligned (got " +
-                             std::to_string(resolved[i]) + ")");
-  }
+  if (Status status = resolveStrides(
+          {
+              {"q_token_stride", args.qTokenStride, hq * dqk},
+              {"q_head_stride", args.qHeadStride, dqk},
+              {"k_token_stride", args.kTokenStride, hkv * dqk},
+              {"k_head_stride", args.kHeadStride, dqk},
+              {"v_token_stride", args.vTokenStride, hkv * dv},
+              {"v_head_stride", args.vHeadStride, dv},
+              {"out_token_stride", args.outTokenStride, hq * dv},
+              {"out_head_stride", args.outHeadStride, dv},
+          },
+          resolved);
+      !status)
+    return status;
   float *lse = sig.returnLSE ? args.lse : nullptr;
   if (lse && args.lseHeadStride <= 0)
     return invalidArgument("lse_head_stride must be > 0 when lse is given "
