@@ -234,6 +234,11 @@ private:
   Status launchOne(const Kernel &kernel, const Args &args,
                    Status (*prepare)(const Signature &, const CodeObject &,
                                      const Args &, Launch &, bool &));
+  // Fills `map` (a parameter block's CUtensorMap) for `request`, kept or
+  // newly encoded; false without one (no driver support, a layout TMA
+  // cannot describe): the kernel then copies with cp.async, slower, same
+  // results.
+  bool tensorMap(const TensorMapRequest &request, void *map);
   Status openBundles();
   void addBundle(std::shared_ptr<const PrebuiltKernels> bundle);
   bool findPrebuilt(const Signature &sig, CodeObject &code);
@@ -521,14 +526,7 @@ Status RuntimeImpl::runDecode(const Kernel &kernel, const DecodeArgs &args) {
   if (decodeTensorMaps_ &&
       describeCacheTensorMap(loaded->signature(), loaded->codeObject(), args,
                              launch, cacheMap)) {
-    // Without a map (no driver support, a layout TMA cannot describe) the
-    // kernel copies with cp.async: slower, same results.
-    const Status encoded = tensorMaps_.get(
-        cacheMap, launch.params.kv_map,
-        [&](const TensorMapRequest &request, void *map) {
-          return backend_->encodeTensorMap(request, map);
-        });
-    launch.params.kv_map_ready = encoded.isOk() ? 1 : 0;
+    launch.params.kv_map_ready = tensorMap(cacheMap, launch.params.kv_map);
   }
   const DeviceFunction &function = loaded->function();
   if (function.extraFunctions.empty())
@@ -568,6 +566,15 @@ Status RuntimeImpl::runPagedDecode(const Kernel &kernel,
     return status;
   return backend_->launch(function.extra(0), launch.reduce, args.stream,
                           kernelArgs);
+}
+
+bool RuntimeImpl::tensorMap(const TensorMapRequest &request, void *map) {
+  return tensorMaps_
+      .get(request, map,
+           [&](const TensorMapRequest &r, void *m) {
+             return backend_->encodeTensorMap(r, m);
+           })
+      .isOk();
 }
 
 Status RuntimeImpl::owned(const Kernel &kernel,
@@ -637,16 +644,8 @@ Status RuntimeImpl::runPrefill(const Kernel &kernel, const PrefillArgs &args) {
   if (prefillTensorMaps_ &&
       describePrefillTensorMaps(loaded->signature(), loaded->codeObject(),
                                 args, launch, kMap, vMap)) {
-    // Without both maps (no driver support, strides TMA cannot describe)
-    // the kernel copies with cp.async: slower, same results.
-    auto encode = [&](const TensorMapRequest &request, void *map) {
-      return backend_->encodeTensorMap(request, map);
-    };
-    launch.params.kv_maps_ready =
-        tensorMaps_.get(kMap, launch.params.k_map, encode).isOk() &&
-                tensorMaps_.get(vMap, launch.params.v_map, encode).isOk()
-            ? 1
-            : 0;
+    launch.params.kv_maps_ready = tensorMap(kMap, launch.params.k_map) &&
+                                  tensorMap(vMap, launch.params.v_map);
   }
   void *kernelArgs[] = {&launch.params};
   return backend_->launch(loaded->function(), launch.geometry, args.stream,

@@ -605,11 +605,9 @@ MLAGEN_DEVICE void produce_bulk(const Task &task, const TensorMaps &maps, u32 k_
     sm90::mbarrier_arrive(bars.v_full(stage));
 }
 
-MLAGEN_DEVICE void produce(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem, const Barriers &bars,
-                           int first_tile, int num_tiles, int rows_q) {
-  const int ptid = thread_index();
-  load_tile<kTileQ, kHeadDimQK>(q_smem, task.q, task.q_stride, rows_q, ptid);
-  sm90::cp_async_arrive(bars.q_full());
+// K and V tiles by cp.async from all producer threads.
+MLAGEN_DEVICE void produce(const Task &task, u32 k_smem, u32 v_smem, const Barriers &bars, int first_tile,
+                           int num_tiles, int ptid) {
   for (int it = 0; it < num_tiles; ++it) {
     const int stage = it % kStages;
     // Buffers are reused once both consumers are done with the tile kStages
@@ -627,7 +625,6 @@ MLAGEN_DEVICE void produce(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem,
                                  task.seq.len_k - k0, ptid);
     sm90::cp_async_arrive(bars.v_full(stage));
   }
-  sm90::cp_async_wait_all(); // no copies outlive the thread
 }
 
 // Row r of this thread (warp row group + 8 r) holds s[4 j + 2 r + {0, 1}],
@@ -1023,15 +1020,13 @@ MLAGEN_DEVICE void attend(const Task &task, const TensorMaps &maps, u16 *smem) {
       sm90::setmaxnreg_dec<kProducerRegs>();
     if (num_tiles == 0)
       return;
-    if (bulk) {
-      load_tile<kTileQ, kHeadDimQK>(q_smem, task.q, task.q_stride, rows_q, tid);
-      sm90::cp_async_arrive(bars.q_full());
-      if (warp < 2)
-        produce_bulk(task, maps, k_smem, v_smem, bars, first_tile, num_tiles, warp, lane);
-      sm90::cp_async_wait_all(); // no copies outlive the thread
-    } else {
-      produce(task, q_smem, k_smem, v_smem, bars, first_tile, num_tiles, rows_q);
-    }
+    load_tile<kTileQ, kHeadDimQK>(q_smem, task.q, task.q_stride, rows_q, tid);
+    sm90::cp_async_arrive(bars.q_full());
+    if (!bulk)
+      produce(task, k_smem, v_smem, bars, first_tile, num_tiles, tid);
+    else if (warp < 2)
+      produce_bulk(task, maps, k_smem, v_smem, bars, first_tile, num_tiles, warp, lane);
+    sm90::cp_async_wait_all(); // no copies outlive the thread
     return;
   }
   if (kConsumers == 2)
