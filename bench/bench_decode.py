@@ -50,8 +50,10 @@ def mlagen_decode(rt, arch, batch, heads, seq, fp8=False):
     lse = torch.empty(batch, 1, heads, device="cuda", dtype=torch.float32)
     plan = mlagen.DecodePlan(kernel, batch, max_seq_len=seq).update([seq] * batch)
     torch.cuda.synchronize()
-    return lambda: kernel.decode(q, kv, out, table, lens, plan, 1 / math.sqrt(192), lse=lse,
+    step = lambda: kernel.decode(q, kv, out, table, lens, plan, 1 / math.sqrt(192), lse=lse,
                                  kv_scale=1 / 16 if fp8 else 1.0)
+    step.plan = plan
+    return step
 
 
 def cudnn_gqa_decode_GBps(batch, seq):

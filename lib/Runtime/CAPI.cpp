@@ -497,12 +497,12 @@ int mlagen_decode_run(const mlagen_decode_planner *planner, const void *q,
                       const int32_t *seq_lens, const int32_t *device_plan,
                       float *partial_out, float *partial_lse, int batch,
                       int q_len, int num_heads, const int64_t *strides,
-                      float softmax_scale, float q_scale, float kv_scale, void *stream) {
+                      float softmax_scale, float q_scale, float kv_scale,
+                      int plan_slots, void *stream) {
   return mlagen_decode_run_checked(
-      planner, q, kv_cache, out, lse, block_table, block_table_stride,
-      seq_lens, device_plan, partial_out, partial_lse, batch, q_len,
-      num_heads, strides, softmax_scale, q_scale, kv_scale, nullptr, 0, 0,
-      stream);
+      planner, q, kv_cache, out, lse, block_table, block_table_stride, seq_lens,
+      device_plan, partial_out, partial_lse, batch, q_len, num_heads, strides,
+      softmax_scale, q_scale, kv_scale, nullptr, 0, 0, plan_slots, stream);
 }
 
 int mlagen_decode_error_check(const int32_t *host_flags) {
@@ -515,7 +515,8 @@ int mlagen_decode_run_checked(
     const int32_t *seq_lens, const int32_t *device_plan, float *partial_out,
     float *partial_lse, int batch, int q_len, int num_heads,
     const int64_t *strides, float softmax_scale, float q_scale, float kv_scale,
-    int32_t *error_flags, int64_t num_blocks, int max_pages, void *stream) {
+    int32_t *error_flags, int64_t num_blocks, int max_pages, int plan_slots,
+    void *stream) {
   return guarded([&]() -> Status {
     if (!planner)
       return Status(StatusCode::InvalidArgument, "planner is null");
@@ -549,6 +550,7 @@ int mlagen_decode_run_checked(
     args.errorFlags = error_flags;
     args.numBlocks = num_blocks;
     args.maxPages = max_pages;
+    args.planSlots = plan_slots;
     args.stream = stream;
     return handle.runtime->runDecode(*handle.kernel, args);
   });
@@ -557,11 +559,11 @@ int mlagen_decode_run_checked(
 int mlagen_paged_decode_run(
     const mlagen_decode_planner *planner, const void *q, const void *k_cache,
     const void *v_cache, void *out, float *lse, const int32_t *block_table,
-    int block_table_stride, const int32_t *seq_lens,
-    const int32_t *device_plan, float *partial_out, float *partial_lse,
-    int batch, int q_len, int num_q_heads, int num_kv_heads,
-    const int64_t *strides, float softmax_scale, const float *k_scale,
-    const float *v_scale, const float *alibi_slopes, void *stream) {
+    int block_table_stride, const int32_t *seq_lens, const int32_t *device_plan,
+    float *partial_out, float *partial_lse, int batch, int q_len,
+    int num_q_heads, int num_kv_heads, const int64_t *strides,
+    float softmax_scale, const float *k_scale, const float *v_scale,
+    const float *alibi_slopes, int plan_slots, void *stream) {
   return guarded([&]() -> Status {
     if (!planner)
       return Status(StatusCode::InvalidArgument, "planner is null");
@@ -595,6 +597,7 @@ int mlagen_paged_decode_run(
     args.kScale = k_scale;
     args.vScale = v_scale;
     args.alibiSlopes = alibi_slopes;
+    args.planSlots = plan_slots;
     args.stream = stream;
     return handle.runtime->runPagedDecode(*handle.kernel, args);
   });

@@ -120,6 +120,13 @@ public:
     return Status::ok();
   }
 
+  bool capturing(void *stream) const override {
+    ContextScope scope(api_, context_);
+    int status = 1;
+    return !api_.streamIsCapturing ||
+           api_.streamIsCapturing(stream, &status) != 0 || status != 0;
+  }
+
   Status encodeTensorMap(const TensorMapRequest &request,
                          void *map) const override {
     if (!api_.tensorMapEncodeTiled)
@@ -250,6 +257,8 @@ Status bindDriver(const DynamicLibrary &lib, cu::API &api) {
   api.tensorMapEncodeTiled =
       reinterpret_cast<decltype(api.tensorMapEncodeTiled)>(
           lib.lookup("cuTensorMapEncodeTiled"));
+  api.streamIsCapturing = reinterpret_cast<decltype(api.streamIsCapturing)>(
+      lib.lookup("cuStreamIsCapturing"));
   return Status::ok();
 }
 

@@ -63,6 +63,8 @@ Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
   if (args.blockTableStride < 1)
     return invalidArgument("block_table_stride must be > 0 (got " +
                            std::to_string(args.blockTableStride) + ")");
+  if (Status status = checkPlanSlots(args.planSlots); !status)
+    return status;
 
   int maxPages = 0;
   if (args.checked) {

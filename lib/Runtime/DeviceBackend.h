@@ -81,6 +81,14 @@ public:
                   description() + " has no tensor maps");
   }
 
+  // Whether work enqueued on `stream` now is being captured into a graph
+  // rather than run (a replay may then meet other data). True where the
+  // backend cannot tell, so callers only skip work when it surely runs now.
+  virtual bool capturing(void *stream) const {
+    (void)stream;
+    return true;
+  }
+
   virtual Status allocate(size_t bytes, void *&ptr) = 0;
   virtual Status release(void *ptr) = 0;
   virtual Status copyToDevice(void *dst, const void *src, size_t bytes) = 0;

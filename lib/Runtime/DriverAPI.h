@@ -99,6 +99,8 @@ struct API {
                                  const unsigned *elementStrides,
                                  int interleave, int swizzle, int l2Promotion,
                                  int oobFill);
+  // cuStreamIsCapturing (CUDA >= 10.0), optional: status 0 = not capturing.
+  Result (*streamIsCapturing)(Stream stream, int *status);
 };
 } // namespace cu
 
@@ -153,6 +155,8 @@ struct API {
   Error (*memcpyDtoH)(void *dst, DevicePtr src, size_t bytes);
   Error (*deviceSynchronize)();
   const char *(*getErrorString)(Error error);
+  // hipStreamIsCapturing, optional: status 0 = not capturing.
+  Error (*streamIsCapturing)(Stream stream, int *status);
 };
 } // namespace hip
 

@@ -75,6 +75,13 @@ public:
     return Status::ok();
   }
 
+  bool capturing(void *stream) const override {
+    DeviceScope scope(api_, device_);
+    int status = 1;
+    return !api_.streamIsCapturing ||
+           api_.streamIsCapturing(stream, &status) != 0 || status != 0;
+  }
+
   Status allocate(size_t bytes, void *&ptr) override {
     DeviceScope scope(api_, device_);
     if (hip::Error rc = api_.malloc(&ptr, bytes))
@@ -180,6 +187,8 @@ Status bindHip(const DynamicLibrary &lib, hip::API &api) {
        })
     if (!status)
       return status;
+  api.streamIsCapturing = reinterpret_cast<decltype(api.streamIsCapturing)>(
+      lib.lookup("hipStreamIsCapturing"));
   return Status::ok();
 }
 

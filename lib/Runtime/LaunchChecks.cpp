@@ -23,6 +23,13 @@ Status checkDevicePointers(std::initializer_list<DevicePointer> pointers,
   return Status::ok();
 }
 
+Status checkPlanSlots(int planSlots) {
+  if (planSlots < -1)
+    return invalidArgument("plan_slots must be >= 0, or -1 for unknown (got " +
+                           std::to_string(planSlots) + ")");
+  return Status::ok();
+}
+
 Status resolveStride(const StrideArg &stride, long long &out) {
   if (stride.given < 0)
     return invalidArgument(std::string(stride.name) +

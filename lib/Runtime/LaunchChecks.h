@@ -35,6 +35,9 @@ struct DevicePointer {
 Status checkDevicePointers(std::initializer_list<DevicePointer> pointers,
                            const char *verb);
 
+// A split-KV op's planSlots: -1 (unknown) or the plan's slot count.
+Status checkPlanSlots(int planSlots);
+
 // An element stride as the caller gave it; 0 selects `contiguous`.
 struct StrideArg {
   const char *name;

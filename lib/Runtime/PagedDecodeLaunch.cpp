@@ -64,6 +64,8 @@ Status preparePagedDecodeLaunch(const Signature &sig, const CodeObject &code,
   if (args.blockTableStride < 1)
     return invalidArgument("block_table_stride must be > 0" +
                            got(args.blockTableStride));
+  if (Status status = checkPlanSlots(args.planSlots); !status)
+    return status;
 
   // A bias silently not applied is a wrong answer: slopes must match the
   // kernel's alibi flag both ways.

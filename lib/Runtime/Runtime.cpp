@@ -212,6 +212,9 @@ public:
 
   Status runPrefill(const Kernel &kernel, const PrefillArgs &args) override;
   Status runDecode(const Kernel &kernel, const DecodeArgs &args) override;
+  // Whether a split-KV op must launch its reduce after the main kernel: the
+  // plan splits (or may: planSlots -1), or a graph captures the launches.
+  bool needsReduce(int planSlots, void *stream) const;
   Status runMergeAttnStates(const Kernel &kernel,
                             const MergeAttnStatesArgs &args) override;
   Status runExpandPageIndices(const Kernel &kernel,
@@ -535,12 +538,16 @@ Status RuntimeImpl::runDecode(const Kernel &kernel, const DecodeArgs &args) {
   // One parameter block for both: the reduce reads what decode wrote, in
   // stream order, with no host sync between them.
   void *kernelArgs[] = {&launch.params};
-  if (Status status = backend_->launch(function, launch.decode, args.stream,
-                                       kernelArgs);
-      !status)
+  if (Status status =
+          backend_->launch(function, launch.decode, args.stream, kernelArgs);
+      !status || !needsReduce(args.planSlots, args.stream))
     return status;
   return backend_->launch(function.extra(0), launch.reduce, args.stream,
                           kernelArgs);
+}
+
+bool RuntimeImpl::needsReduce(int planSlots, void *stream) const {
+  return planSlots != 0 || backend_->capturing(stream);
 }
 
 Status RuntimeImpl::runPagedDecode(const Kernel &kernel,
@@ -560,9 +567,9 @@ Status RuntimeImpl::runPagedDecode(const Kernel &kernel,
                   "paged_decode kernel loaded without its reduce entry");
   // One parameter block for both, in stream order, no host sync.
   void *kernelArgs[] = {&launch.params};
-  if (Status status = backend_->launch(function, launch.decode, args.stream,
-                                       kernelArgs);
-      !status)
+  if (Status status =
+          backend_->launch(function, launch.decode, args.stream, kernelArgs);
+      !status || !needsReduce(args.planSlots, args.stream))
     return status;
   return backend_->launch(function.extra(0), launch.reduce, args.stream,
                           kernelArgs);

@@ -67,16 +67,16 @@ _lib.mlagen_decode_run.argtypes = [
     ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
     ctypes.POINTER(ctypes.c_int64), ctypes.c_float, ctypes.c_float, ctypes.c_float,
-    ctypes.c_void_p]
-_lib.mlagen_decode_run_checked.argtypes = _lib.mlagen_decode_run.argtypes[:-1] + [
-    ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_void_p]
+    ctypes.c_int, ctypes.c_void_p]
+_lib.mlagen_decode_run_checked.argtypes = _lib.mlagen_decode_run.argtypes[:-2] + [
+    ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
 _lib.mlagen_decode_error_check.argtypes = [ctypes.c_void_p]
 _lib.mlagen_paged_decode_run.argtypes = [
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
     ctypes.POINTER(ctypes.c_int64), ctypes.c_float, ctypes.c_void_p, ctypes.c_void_p,
-    ctypes.c_void_p, ctypes.c_void_p]
+    ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
 _DECODE_ERROR_FLAG_INTS = 8  # MLAGEN_DECODE_ERROR_FLAG_INTS
 _lib.mlagen_expand_page_indices_run.argtypes = [
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
@@ -305,7 +305,7 @@ class Kernel:
             plan.partial_out.data_ptr(), plan.partial_lse.data_ptr(), batch, q.shape[1],
             q.shape[2], strides, float(softmax_scale), float(q_scale), float(kv_scale),
             flags, kv_cache.shape[0] if checked else 0, int(max_pages) if checked else 0,
-            _current_stream(stream)))
+            plan.slots, _current_stream(stream)))
 
     def paged_decode(self, q, k_cache, v_cache, out, block_table, seq_lens, plan,
                      softmax_scale, lse=None, k_scale=None, v_scale=None, alibi_slopes=None,
@@ -401,7 +401,7 @@ class Kernel:
             plan.plan.data_ptr(), plan.partial_out.data_ptr(), plan.partial_lse.data_ptr(),
             batch, q.shape[1], hq, hkv, strides, float(softmax_scale), scales[0], scales[1],
             alibi_slopes.data_ptr() if alibi_slopes is not None else None,
-            _current_stream(stream)))
+            plan.slots, _current_stream(stream)))
 
     def expand_page_indices(self, block_table, cu_seqlens, slots, max_seqlen,
                             seq_starts=None, stream=None):
@@ -816,6 +816,9 @@ class DecodePlan:
         self.partial_lse = torch.empty(partial_lse, dtype=torch.float32, device=device)
         self.batch = 0
         self.num_work = 0
+        # Partial slots of the last update's plan; 0 lets a decode skip its
+        # reduce (outside graph capture). -1 before any update.
+        self.slots = -1
         # Checked decode's flags (zeroed; they never move, so a checked decode
         # can be captured in a CUDA graph too).
         self.error_flags = torch.zeros(_DECODE_ERROR_FLAG_INTS, dtype=torch.int32, device=device)
@@ -848,6 +851,7 @@ class DecodePlan:
         self.plan[:used.value].copy_(staging[:used.value], non_blocking=True)
         self.batch = lens.numel()
         self.num_work = int(staging[0])
+        self.slots = int(staging[1])
         return self
 
     def __del__(self):

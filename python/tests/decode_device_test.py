@@ -149,7 +149,9 @@ def numerics_case(rt, arch, heads, q_len, page, seq_lens, num_sms, dtype="bf16",
 
 
 def graph_case(rt, arch):
-    """One capture, replayed after plan.update() with new lengths: equal to eager."""
+    """One capture, replayed after plan.update() with new lengths: equal to eager.
+    The capture's plan splits nothing (an eager step would skip the reduce);
+    the replays' plans split, so the captured reduce must be there."""
     heads, q_len, page, batch = 16, 1, 64, 8
     kernel = rt.kernel(signature(arch, heads, q_len, page))
     num_sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -162,14 +164,17 @@ def graph_case(rt, arch):
     out = torch.zeros(batch, q_len, heads, V, dtype=q.dtype, device=DEV)
     lse = torch.zeros(batch, q_len, heads, device=DEV)
 
-    lens.copy_(torch.tensor(steps[0], dtype=torch.int32))
-    plan.update(steps[0])
+    short = [rng.randint(1, 200) for _ in range(batch)]
+    lens.copy_(torch.tensor(short, dtype=torch.int32))
+    plan.update(short)
+    capture_slots = plan.slots
     kernel.decode(q, kv, out, table, lens, plan, SCALE, lse=lse)  # warm-up
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         kernel.decode(q, kv, out, table, lens, plan, SCALE, lse=lse)
-    results = []
+    results = [dict(case="graph", seq_lens=short, capture_plan_slots=capture_slots,
+                    ok=capture_slots == 0)]
     for step in steps:
         lens.copy_(torch.tensor(step, dtype=torch.int32))
         plan.update(step)
@@ -182,7 +187,7 @@ def graph_case(rt, arch):
         bitwise = bool(torch.equal(replayed, eager) and torch.equal(replayed_lse, eager_lse))
         r["ok"] = r["ok"] and bitwise
         results.append(dict(case="graph", seq_lens=step, replay_equals_eager=bitwise,
-                            work_items=plan.num_work, **r))
+                            work_items=plan.num_work, plan_slots=plan.slots, **r))
     # Replays with no plan copy between them give the same bits (the plan
     # on the device is only read).
     out.zero_()

@@ -38,6 +38,8 @@ struct DecodeDeviceLog {
   std::mutex mutex;
   std::vector<std::string> loadedEntries;
   std::vector<DecodeLaunchRecord> launches;
+  // What the device says of every stream: being captured into a graph.
+  bool capturing = false;
 };
 
 // Hands out kDecodeFunction for a code object's first entry and
@@ -60,6 +62,7 @@ public:
     return Status::ok();
   }
   void unload(DeviceFunction &) override {}
+  bool capturing(void *) const override { return log_->capturing; }
   Status launch(const DeviceFunction &function, const LaunchGeometry &geometry,
                 void *stream, void **params) override {
     DecodeLaunchRecord record{function.function, geometry, stream, {}};
@@ -193,6 +196,26 @@ TEST_CASE("runDecode launches decode then reduce with one parameter block",
     // No tensor map: this kernel has 16 rows a block (and the fake device
     // has no tensor maps).
     CHECK(p.kv_map_ready == 0);
+  }
+
+  SECTION("a plan that splits nothing needs no reduce, unless captured") {
+    DecodeArgs args = someDecodeArgs(sig, planner);
+    args.planSlots = 0;
+    REQUIRE(fake.runtime->runDecode(*kernel, args));
+    REQUIRE(fake.log->launches.size() == 1);
+    CHECK(fake.log->launches[0].function == kDecodeFunction);
+    // A replay of a captured graph may meet a plan that splits.
+    fake.log->capturing = true;
+    REQUIRE(fake.runtime->runDecode(*kernel, args));
+    REQUIRE(fake.log->launches.size() == 3);
+    CHECK(fake.log->launches[2].function == kReduceFunction);
+    fake.log->capturing = false;
+    args.planSlots = 5;
+    REQUIRE(fake.runtime->runDecode(*kernel, args));
+    CHECK(fake.log->launches.size() == 5);
+    args.planSlots = -1; // unknown
+    REQUIRE(fake.runtime->runDecode(*kernel, args));
+    CHECK(fake.log->launches.size() == 7);
   }
 
   SECTION("explicit strides and lse pass through") {
@@ -525,7 +548,9 @@ TEST_CASE("the decode C API plans and launches", "[decode-runtime]") {
               nullptr, fakeAddress<const int32_t>(0x40000), 64,
               fakeAddress<const int32_t>(0x50000), devicePlan,
               fakeAddress<float>(0x70000), fakeAddress<float>(0x80000), 3, 1,
-              16, strides, 0.07f, 1.0f, 1.0f, fakeAddress<void>(0x99)) == MLAGEN_OK);
+              16, strides, 0.07f, 1.0f, 1.0f, plan[1],
+              fakeAddress<void>(0x99)) == MLAGEN_OK);
+  REQUIRE(plan[1] == 12); // the 3000-key request's chunks merge
   REQUIRE(fake.log->launches.size() == 2);
   const DecodeParams &p = fake.log->launches[0].params;
   CHECK(p.num_work == devicePlan);
@@ -537,9 +562,21 @@ TEST_CASE("the decode C API plans and launches", "[decode-runtime]") {
 
   CHECK(mlagen_decode_run(planner, nullptr, nullptr, nullptr, nullptr, nullptr,
                           64, nullptr, devicePlan, nullptr, nullptr, 3, 2, 16,
-                          nullptr, 0.07f, 1.0f, 1.0f, nullptr) == MLAGEN_INVALID_ARGUMENT);
+                          nullptr, 0.07f, 1.0f, 1.0f, -1,
+                          nullptr) == MLAGEN_INVALID_ARGUMENT);
   CHECK(std::string(mlagen_last_error()) ==
         "q_len (2) must equal the kernel's (1)");
+  CHECK(mlagen_decode_run(planner, fakeAddress<const void>(0x10000),
+                          fakeAddress<const void>(0x20000),
+                          fakeAddress<void>(0x30000), nullptr,
+                          fakeAddress<const int32_t>(0x40000), 64,
+                          fakeAddress<const int32_t>(0x50000), devicePlan,
+                          fakeAddress<float>(0x70000),
+                          fakeAddress<float>(0x80000), 3, 1, 16, strides, 0.07f,
+                          1.0f, 1.0f, -2, nullptr) == MLAGEN_INVALID_ARGUMENT);
+  CHECK(std::string(mlagen_last_error()) ==
+        "plan_slots must be >= 0, or -1 for unknown (got -2)");
+  CHECK(fake.log->launches.size() == 2);
   mlagen_decode_planner_destroy(planner);
   mlagen_decode_planner_destroy(nullptr);
 

@@ -165,6 +165,11 @@ struct DecodeArgs {
   // fp32 [slots, q_len * padded heads, head_dim_v] and [slots, rows]
   float *partialOut = nullptr;
   float *partialLse = nullptr;
+  // Partial slots the bound plan uses (DecodePlanSummary::slots), where the
+  // caller knows it; 0 lets the op skip the reduce launch, which would merge
+  // nothing, unless the stream is being captured into a graph (a replay may
+  // meet a plan that splits). -1: unknown, the reduce always runs.
+  int planSlots = -1;
   int64_t qBatchStride = 0, qTokenStride = 0, qHeadStride = 0;
   int64_t outBatchStride = 0, outTokenStride = 0, outHeadStride = 0;
   int64_t kvBlockStride = 0, kvTokenStride = 0;
@@ -331,6 +336,8 @@ struct PagedDecodeArgs {
   int maxBatch = 0;
   float *partialOut = nullptr; // fp32 [slots, q_len * hq, d]
   float *partialLse = nullptr; // fp32 [slots, q_len * hq]
+  // As DecodeArgs::planSlots.
+  int planSlots = -1;
   int64_t qBatchStride = 0, qTokenStride = 0, qHeadStride = 0;
   int64_t outBatchStride = 0, outTokenStride = 0, outHeadStride = 0;
   // Contiguous: head = d, token = hkv * d, block = page_size * token.
