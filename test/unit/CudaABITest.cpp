@@ -47,6 +47,7 @@ CHECK_ABI(getErrorName, cuGetErrorName);
 CHECK_ABI(getErrorString, cuGetErrorString);
 CHECK_ABI(launchKernelEx, cuLaunchKernelEx);
 CHECK_ABI(tensorMapEncodeTiled, cuTensorMapEncodeTiled);
+CHECK_ABI(streamIsCapturing, cuStreamIsCapturing);
 
 static_assert(int(cu::kErrorNoDevice) == int(CUDA_ERROR_NO_DEVICE));
 static_assert(int(cu::kAttributeComputeCapabilityMajor) ==

@@ -42,6 +42,7 @@ CHECK_ABI(memcpyHtoD, hipMemcpyHtoD);
 CHECK_ABI(memcpyDtoH, hipMemcpyDtoH);
 CHECK_ABI(deviceSynchronize, hipDeviceSynchronize);
 CHECK_ABI(getErrorString, hipGetErrorString);
+CHECK_ABI(streamIsCapturing, hipStreamIsCapturing);
 // The buffer HipBackend passes is far larger than the struct.
 static_assert(sizeof(hipDeviceProp_t) < 16384);
 } // namespace hip_check
