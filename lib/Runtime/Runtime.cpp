@@ -212,9 +212,14 @@ public:
 
   Status runPrefill(const Kernel &kernel, const PrefillArgs &args) override;
   Status runDecode(const Kernel &kernel, const DecodeArgs &args) override;
-  // Whether a split-KV op must launch its reduce after the main kernel: the
-  // plan splits (or may: planSlots -1), or a graph captures the launches.
-  bool needsReduce(int planSlots, void *stream) const;
+  // A split-KV op's launches: the main kernel, then its reduce (extra entry
+  // 0) unless the plan splits nothing (planSlots 0) and no graph captures
+  // them. One parameter block for both: the reduce reads what the main
+  // kernel wrote, in stream order, with no host sync between them.
+  Status launchWithReduce(const LoadedKernel &loaded,
+                          const LaunchGeometry &main,
+                          const LaunchGeometry &reduce, void *params,
+                          int planSlots, void *stream);
   Status runMergeAttnStates(const Kernel &kernel,
                             const MergeAttnStatesArgs &args) override;
   Status runExpandPageIndices(const Kernel &kernel,
@@ -531,23 +536,24 @@ Status RuntimeImpl::runDecode(const Kernel &kernel, const DecodeArgs &args) {
                              launch, cacheMap)) {
     launch.params.kv_map_ready = tensorMap(cacheMap, launch.params.kv_map);
   }
-  const DeviceFunction &function = loaded->function();
-  if (function.extraFunctions.empty())
-    return Status(StatusCode::Internal,
-                  "decode kernel loaded without its reduce entry");
-  // One parameter block for both: the reduce reads what decode wrote, in
-  // stream order, with no host sync between them.
-  void *kernelArgs[] = {&launch.params};
-  if (Status status =
-          backend_->launch(function, launch.decode, args.stream, kernelArgs);
-      !status || !needsReduce(args.planSlots, args.stream))
-    return status;
-  return backend_->launch(function.extra(0), launch.reduce, args.stream,
-                          kernelArgs);
+  return launchWithReduce(*loaded, launch.decode, launch.reduce, &launch.params,
+                          args.planSlots, args.stream);
 }
 
-bool RuntimeImpl::needsReduce(int planSlots, void *stream) const {
-  return planSlots != 0 || backend_->capturing(stream);
+Status RuntimeImpl::launchWithReduce(const LoadedKernel &loaded,
+                                     const LaunchGeometry &main,
+                                     const LaunchGeometry &reduce, void *params,
+                                     int planSlots, void *stream) {
+  const DeviceFunction &function = loaded.function();
+  if (function.extraFunctions.empty())
+    return Status(StatusCode::Internal,
+                  std::string(opKindName(loaded.signature().op)) +
+                      " kernel loaded without its reduce entry");
+  void *kernelArgs[] = {params};
+  if (Status status = backend_->launch(function, main, stream, kernelArgs);
+      !status || (planSlots == 0 && !backend_->capturing(stream)))
+    return status;
+  return backend_->launch(function.extra(0), reduce, stream, kernelArgs);
 }
 
 Status RuntimeImpl::runPagedDecode(const Kernel &kernel,
@@ -561,18 +567,8 @@ Status RuntimeImpl::runPagedDecode(const Kernel &kernel,
           loaded->signature(), loaded->codeObject(), args, launch, empty);
       !status || empty)
     return status;
-  const DeviceFunction &function = loaded->function();
-  if (function.extraFunctions.empty())
-    return Status(StatusCode::Internal,
-                  "paged_decode kernel loaded without its reduce entry");
-  // One parameter block for both, in stream order, no host sync.
-  void *kernelArgs[] = {&launch.params};
-  if (Status status =
-          backend_->launch(function, launch.decode, args.stream, kernelArgs);
-      !status || !needsReduce(args.planSlots, args.stream))
-    return status;
-  return backend_->launch(function.extra(0), launch.reduce, args.stream,
-                          kernelArgs);
+  return launchWithReduce(*loaded, launch.decode, launch.reduce, &launch.params,
+                          args.planSlots, args.stream);
 }
 
 bool RuntimeImpl::tensorMap(const TensorMapRequest &request, void *map) {
