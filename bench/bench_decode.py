@@ -9,8 +9,8 @@ KV cache bytes read plus q and out; TFLOP/s count 2*B*H*S*(576+512). Times are
 medians of triton.testing.do_bench over a plan updated once (graph-friendly).
 fp8 rows: the same shapes with an fp8 e4m3 cache (1 byte a element, per-tensor
 kv_scale; q and out bf16); GB/s count its bytes, and the table gives the
-tokens/s ratio fp8 / bf16 (the same number of keys in less time). The
-compute-bound reference is torch.matmul of two 8192 x 8192 bf16 matrices: the
+tokens/s ratio fp8 / bf16 (the same number of keys in less time); "fp8 q+kv"
+is the same with fp8 e4m3 q (q_scale) too. The compute-bound reference is torch.matmul of two 8192 x 8192 bf16 matrices: the
 table gives each shape's TFLOP/s over it. "/ cuDNN same bytes" compares with
 cuDNN's GQA decode at the same batch and the same cache bytes (S 1152 for
 S 4096), where fixed costs per step weigh alike; the issue's target is the
@@ -36,11 +36,15 @@ def bench(fn):
     return do_bench(fn, warmup=25, rep=200, return_mode="median")
 
 
-def mlagen_decode(rt, arch, batch, heads, seq, fp8=False):
+def mlagen_decode(rt, arch, batch, heads, seq, fp8=False, fp8_q=False):
+    """fp8: an fp8 e4m3 cache; fp8_q: fp8 e4m3 q too (per-tensor q_scale)."""
     kernel = rt.kernel(f"decode qk={QK} v={V} hq={heads} q_len=1 page={PAGE} mask=causal "
-                       f"lse=1 q=bf16 kv={'fp8e4m3' if fp8 else 'bf16'} out=bf16 arch={arch}")
+                       f"lse=1 q={'fp8e4m3' if fp8_q else 'bf16'} "
+                       f"kv={'fp8e4m3' if fp8 else 'bf16'} out=bf16 arch={arch}")
     pages = seq // PAGE
     q = torch.randn(batch, 1, heads, QK, device="cuda", dtype=torch.bfloat16)
+    if fp8_q:
+        q = (q * 32).to(torch.float8_e4m3fn)
     kv = torch.randn(batch * pages, PAGE, QK, device="cuda", dtype=torch.bfloat16)
     if fp8:
         kv = (kv * 16).to(torch.float8_e4m3fn)
@@ -51,7 +55,8 @@ def mlagen_decode(rt, arch, batch, heads, seq, fp8=False):
     plan = mlagen.DecodePlan(kernel, batch, max_seq_len=seq).update([seq] * batch)
     torch.cuda.synchronize()
     step = lambda: kernel.decode(q, kv, out, table, lens, plan, 1 / math.sqrt(192), lse=lse,
-                                 kv_scale=1 / 16 if fp8 else 1.0)
+                                 kv_scale=1 / 16 if fp8 else 1.0,
+                                 q_scale=1 / 32 if fp8_q else 1.0)
     step.plan = plan
     return step
 
@@ -95,6 +100,10 @@ def main():
         row["fp8_us"] = round(ms8 * 1e3, 1)
         row["fp8_GBps"] = round((batch * seq * QK + batch * heads * (QK + V) * 2) / ms8 / 1e6, 1)
         row["fp8_speedup"] = round(ms / ms8, 2)
+        # fp8 q on the fp8 cache (q_scale 1/32), as engines quantise q for one.
+        ms8q = bench(mlagen_decode(rt, arch, batch, heads, seq, fp8=True, fp8_q=True))
+        row["fp8_q_us"] = round(ms8q * 1e3, 1)
+        row["fp8_q_speedup"] = round(ms / ms8q, 2)
         # The same batch with as many cache bytes (8 kv heads x 128 x K and V
         # = 4096 bytes a token against MLA's 1152): the fixed costs of a step
         # (launch, first loads, the tail; do_bench's L2 flush leaves dirty
@@ -118,15 +127,16 @@ def main():
     md = [f"GPU: {res['gpu']}; copy {res['copy_GBps']} GB/s (read + write); cuDNN GQA decode "
           f"(B64 S4096, 32/8 heads, d128) {res['cudnn_gqa_decode_B64_S4096_GBps']} GB/s; "
           f"torch bf16 GEMM 8192^3 {res['torch_gemm_TFLOPs']} TFLOP/s",
-          "", "| shape | mlagen us | mlagen GB/s | / cuDNN GQA GB/s | / cuDNN same bytes | mlagen TFLOP/s | / GEMM TFLOP/s | torch bmm GB/s | torch bmm TFLOP/s | fp8 us | fp8 GB/s | fp8 / bf16 tokens/s |",
-          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+          "", "| shape | mlagen us | mlagen GB/s | / cuDNN GQA GB/s | / cuDNN same bytes | mlagen TFLOP/s | / GEMM TFLOP/s | torch bmm GB/s | torch bmm TFLOP/s | fp8 us | fp8 GB/s | fp8 / bf16 tokens/s | fp8 q+kv us | fp8 q+kv / bf16 tokens/s |",
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         md.append(f"| {r['shape']} | {r['mlagen_us']} | {r['mlagen_GBps']} | "
                   f"{r['mlagen_GBps'] / res['cudnn_gqa_decode_B64_S4096_GBps']:.2f} | "
                   f"{r['mlagen_GBps'] / r['cudnn_same_bytes_GBps']:.2f} | "
                   f"{r['mlagen_TFLOPs']} | {r['mlagen_TFLOPs'] / res['torch_gemm_TFLOPs']:.2f} | "
                   f"{r['torch_bmm_GBps']} | {r['torch_bmm_TFLOPs']} | "
-                  f"{r['fp8_us']} | {r['fp8_GBps']} | {r['fp8_speedup']} |")
+                  f"{r['fp8_us']} | {r['fp8_GBps']} | {r['fp8_speedup']} | "
+                  f"{r['fp8_q_us']} | {r['fp8_q_speedup']} |")
     out_dir = os.environ.get("OUT", "/tmp")
     json.dump(res, open(os.path.join(out_dir, "decode_bench.json"), "w"), indent=1)
     open(os.path.join(out_dir, "decode_bench.md"), "w").write("\n".join(md) + "\n")
