@@ -19,6 +19,11 @@
 // (the two-consumer kernel's producer has no registers to convert through).
 // CHECK-LABEL: mla.decode @sm_90a_tp1_fp8
 //  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 32, tile_k = 64, warps = 8, wave_size = 32, stages = 2>,
+// fp8 q on an fp8 cache multiplies e4m3 tiles of 40 KB: four stages.
+// CHECK-LABEL: mla.decode @sm_90a_tp8_fp8_q
+//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 8, wave_size = 32, stages = 4>,
+// CHECK-LABEL: mla.decode @sm_90a_tp1_fp8_q
+//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 32, tile_k = 64, warps = 8, wave_size = 32, stages = 4>,
 // 4 tokens x 16 heads = 64 rows.
 // CHECK-LABEL: mla.decode @sm_90a_mtp
 //  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 64, tile_k = 64, warps = 12, wave_size = 32, stages = 2>,
@@ -49,6 +54,8 @@ mla.decode @sm_90a_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len 
 mla.decode @sm_90a_tp8_fp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, arch = sm_90a, q_type = bf16, kv_type = f8E4M3, out_type = bf16
 mla.decode @sm_90a_tp1 qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, lse, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16
 mla.decode @sm_90a_tp1_fp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, lse, arch = sm_90a, q_type = bf16, kv_type = f8E4M3, out_type = bf16
+mla.decode @sm_90a_tp8_fp8_q qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, arch = sm_90a, q_type = f8E4M3, kv_type = f8E4M3, out_type = bf16
+mla.decode @sm_90a_tp1_fp8_q qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, lse, arch = sm_90a, q_type = f8E4M3, kv_type = f8E4M3, out_type = bf16
 mla.decode @sm_90a_mtp qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 4, page_size = 1, lse, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16
 mla.decode @sm_90a_8_tokens_2 qk_head_dim = 576, v_head_dim = 512, q_heads = 8, q_len = 2, page_size = 64, lse, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16
 mla.decode @sm_90a_8_tokens_4 qk_head_dim = 576, v_head_dim = 512, q_heads = 8, q_len = 4, page_size = 64, lse, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16

@@ -13,7 +13,8 @@ an fp8 e4m3 cache with a per-tensor kv_scale (heads 16 and 128, pages 1 and
 64, q_len 1 and 4), held to the same rule against the fp32 reference computed
 from the dequantised cache (kv_scale * float(stored)); fp8 e4m3 q with its
 per-tensor q_scale on an fp8 cache (heads 16 and 128, pages 1 and 64, q_len 1
-and 4) against the reference of the dequantised q and cache; checked mode: a
+and 4) against the reference of the dequantised q and cache, on sm_90a within
+the looser bounds of e4m3 products (FP8_PRODUCTS_ATOL); checked mode: a
 seq_len longer than its block-table row and a table entry past the cache are
 reported by plan.check() with the request named, that request gets zeros and
 LSE -inf, and the other requests are bit-identical to an unchecked run.
@@ -41,6 +42,14 @@ SCALE = 1.0 / math.sqrt(192)  # DeepSeek-V3: the unabsorbed head dim
 DEV = "cuda"
 
 
+# fp8 q on sm_90a is multiplied as e4m3 by the tensor cores: they add the products
+# with fewer bits than fp32 (the logits, hence the LSE, move by up to ~7e-3 here:
+# H200, 2026-11-21) and P goes as e4m3 plus its e4m3 residue (~8 bits). Those
+# cases pass an output element within FP8_PRODUCTS_ATOL (or the rounding slack) and
+# an LSE within FP8_PRODUCTS_LSE_ATOL (or LSE_RTOL): well inside what q's own e4m3
+# rounding (2^-4 of each element, the caller's choice) moves the logits.
+FP8_PRODUCTS_ATOL = 2e-2
+FP8_PRODUCTS_LSE_ATOL = 1e-2
 KV_SCALE = 0.0625  # fp8 cases: the cache stores randn / KV_SCALE (|x| up to ~80 of 448)
 Q_SCALE = 0.03125  # fp8 q: q stores randn / Q_SCALE (|x| up to ~160 of 448)
 
@@ -104,25 +113,30 @@ def run(kernel, plan, q, kv, table, lens, with_lse=True, kv_scale=1.0, q_scale=1
     return out, lse
 
 
-def output_tolerance(ref_out, dtype):
-    """Per element: max(ATOL, 1.01 |ref - dtype(ref)|) (see ATOL)."""
+def output_tolerance(ref_out, dtype, atol=ATOL):
+    """Per element: max(atol, 1.01 |ref - dtype(ref)|) (see ATOL)."""
     rounding = (ref_out - ref_out.to(dtype).float()).abs()
-    return (ROUNDING_SLACK * rounding).clamp_min(ATOL)
+    return (ROUNDING_SLACK * rounding).clamp_min(atol)
 
 
-def compare(out, lse, ref_out, ref_lse):
+def compare(out, lse, ref_out, ref_lse, atol=ATOL, lse_atol=0.0):
+    """lse_atol: an LSE element also passes within this absolute error."""
     got = out.float()
     unwritten = int(torch.isnan(got).sum()) + int(torch.isnan(lse).sum())
     diff = (got - ref_out).abs()
     err = diff.max().item()
-    over_tolerance = int((~(diff <= output_tolerance(ref_out, out.dtype))).sum())  # NaN counts
+    over_tolerance = int((~(diff <= output_tolerance(ref_out, out.dtype, atol))).sum())  # NaN counts
     finite = torch.isfinite(ref_lse)
     same_inf = bool(torch.equal(torch.isinf(lse) & (lse < 0), ~finite))
-    lse_rel = ((lse[finite] - ref_lse[finite]).abs() /
-               ref_lse[finite].abs().clamp_min(LSE_FLOOR)).max().item() if finite.any() else 0.0
-    ok = unwritten == 0 and over_tolerance == 0 and lse_rel <= LSE_RTOL and same_inf
+    lse_diff = (lse[finite] - ref_lse[finite]).abs()
+    lse_rel_all = lse_diff / ref_lse[finite].abs().clamp_min(LSE_FLOOR)
+    lse_rel = lse_rel_all.max().item() if finite.any() else 0.0
+    lse_abs = lse_diff.max().item() if finite.any() else 0.0
+    lse_over = int((~((lse_rel_all <= LSE_RTOL) | (lse_diff <= lse_atol))).sum())  # NaN counts
+    ok = unwritten == 0 and over_tolerance == 0 and lse_over == 0 and same_inf
     return dict(max_abs_err=err, over_tolerance=over_tolerance, lse_max_rel_err=lse_rel,
-                unwritten=unwritten, empty_rows_lse_neg_inf=same_inf, ok=ok)
+                lse_max_abs_err=lse_abs, lse_over_tolerance=lse_over, unwritten=unwritten,
+                empty_rows_lse_neg_inf=same_inf, ok=ok)
 
 
 def numerics_case(rt, arch, heads, q_len, page, seq_lens, num_sms, dtype="bf16", fp8=False,
@@ -141,7 +155,10 @@ def numerics_case(rt, arch, heads, q_len, page, seq_lens, num_sms, dtype="bf16",
     out_no_lse, _ = run(kernel, plan, q, kv, table, lens, with_lse=False, kv_scale=kv_scale,
                         q_scale=q_scale)
     torch.cuda.synchronize()
-    r = compare(out, lse, *reference(q, kv, table, lens, page, kv_scale, q_scale))
+    products = fp8_q and arch == "sm_90a"  # e4m3 products (see FP8_PRODUCTS_ATOL)
+    r = compare(out, lse, *reference(q, kv, table, lens, page, kv_scale, q_scale),
+                atol=FP8_PRODUCTS_ATOL if products else ATOL,
+                lse_atol=FP8_PRODUCTS_LSE_ATOL if products else 0.0)
     r["same_out_without_lse"] = bool(torch.equal(out, out_no_lse))
     r["ok"] = r["ok"] and r["same_out_without_lse"]
     return dict(case="numerics", signature=sig, seq_lens=seq_lens, num_sms=num_sms,
@@ -304,7 +321,8 @@ def main():
     def report(r):
         results.append(r)
         errs = (f"err={r['max_abs_err']:.2e} over_tol={r['over_tolerance']} "
-                f"lse_rel={r['lse_max_rel_err']:.2e} unwritten={r['unwritten']}"
+                f"lse_rel={r['lse_max_rel_err']:.2e} lse_abs={r['lse_max_abs_err']:.2e} "
+                f"unwritten={r['unwritten']}"
                 if "max_abs_err" in r else "")
         print(f"{'PASS' if r['ok'] else 'FAIL'} {r['case']} {r.get('signature', '')} "
               f"lens={r['seq_lens']} sms={r.get('num_sms', '')} work={r.get('work_items', '')} "
@@ -345,7 +363,10 @@ def main():
     with open(os.path.join(out_dir, "decode_numerics.json"), "w") as f:
         json.dump(dict(gpu=torch.cuda.get_device_name(), backend=rt.backend,
                        tolerance=f"|got - ref| <= max({ATOL}, {ROUNDING_SLACK} |ref - dtype(ref)|)",
-                       lse_rtol=LSE_RTOL, results=results), f, indent=1)
+                       lse_rtol=LSE_RTOL,
+                       fp8_products=f"fp8 q on sm_90a: output atol {FP8_PRODUCTS_ATOL}, "
+                                    f"LSE also within {FP8_PRODUCTS_LSE_ATOL} absolute",
+                       results=results), f, indent=1)
     failed = [r for r in results if not r["ok"]]
     print(f"{len(results) - len(failed)}/{len(results)} cases pass", flush=True)
     return 1 if failed else 0

@@ -878,8 +878,13 @@ constexpr int kSlabs = kHeadDimQK / 64;      // 9 slabs of 64 columns; V is the 
 constexpr int kVSlabs = kHeadDimV / 64;
 constexpr int kSlabBytes = kTileK * 128;     // [64 keys][128 bytes]
 constexpr int kQSlabBytes = kRowsN * 128;    // [rows][128 bytes]
-constexpr int kStageBytes = kSlabs * kSlabBytes;
-constexpr int kQBytes = kSlabs * kQSlabBytes;
+// fp8 q with an fp8 cache (one consumer): the tensor cores multiply e4m3 as
+// it is stored (wgmma k32), so Q and the tiles land raw, a slab holding 128
+// columns (576 = 4.5 slabs, the last half used); P goes as e4m3 too.
+constexpr bool kFP8Operands = kCacheFP8 && kQueryFP8;
+constexpr int kStageSlabs = kFP8Operands ? ceil_div(kHeadDimQK, 128) : kSlabs;
+constexpr int kStageBytes = kStageSlabs * kSlabBytes;
+constexpr int kQBytes = kStageSlabs * kQSlabBytes;
 constexpr int kPBytes = kRowsN * 128; // [rows][64 keys]
 constexpr int kOutStride = kHeadDimV + 4; // fp32 staging of O, conflict-free writes
 // Two consumers release a stage in two halves: slabs 0..3 (V's columns
@@ -1167,6 +1172,63 @@ MLAGEN_DEVICE void produce_fp8(const Job &job, const PagedCache &cache, const vo
   }
 }
 
+// fp8 operands (kFP8Operands): Q and the tiles are copied raw. 16-byte
+// chunk c of a row lands in slab c / 8 at swizzled chunk c % 8.
+MLAGEN_DEVICE u32 fp8_operand_at(u32 slabs, int slab_bytes, int row, int chunk) {
+  return slabs + (chunk / 8) * slab_bytes + swizzled(row, chunk % 8);
+}
+
+// Q in 8-byte copies (fp8 q rows are only 8-byte aligned), then the tiles:
+// thread t copies 16-byte chunks t % 4 + 4 s of rows t / 4 and t / 4 + 32
+// (a warp reads 64 contiguous bytes of 8 rows a copy), evict-first in L2
+// like produce_fp8's loads would be; each row's page is looked up a tile
+// ahead.
+MLAGEN_DEVICE void produce_fp8_operands(const Job &job, const PagedCache &cache, const void *q,
+                                        long long q_token_stride, long long q_head_stride, const Layout &lay,
+                                        int num_tiles, int ptid) {
+  if (num_tiles == 0)
+    return;
+  constexpr int kPieces = kHeadDimQK / 8; // 8-byte pieces of a q row
+  for (int i = ptid; i < kRowsN * kPieces; i += 128) {
+    const int row = i / kPieces, piece = i % kPieces;
+    const int g = job.row0 + row;
+    const bool valid = is_real_row(g);
+    const u8 *src = valid ? q_row(q, g, q_token_stride, q_head_stride) + piece * 8 : cache.row8(0, 0);
+    nv::cp_async_8(fp8_operand_at(lay.q, kQSlabBytes, row, piece / 2) + (piece % 2) * 8, src, valid);
+  }
+  sm90::cp_async_arrive(lay.q_full());
+  const int row0 = ptid / 4;
+  const int quarter = ptid % 4;
+  int page[2];
+  auto lookup = [&](int it) {
+#pragma unroll
+    for (int pass = 0; pass < 2; ++pass) {
+      const int key = job.key_begin + it * kTileK + row0 + 32 * pass;
+      page[pass] = key < job.block_end ? cache.page_of(key) : -1;
+    }
+  };
+  lookup(0);
+  for (int it = 0; it < num_tiles; ++it) {
+    if (it >= kStages)
+      sm90::mbarrier_wait(lay.empty(it % kStages), (it / kStages - 1) & 1);
+    const u32 dst = lay.stage(it);
+#pragma unroll
+    for (int pass = 0; pass < 2; ++pass) {
+      const int r = row0 + 32 * pass;
+      const bool valid = page[pass] >= 0;
+      // A row past the keys reads nothing and is zero-filled.
+      const u8 *src = cache.row8(valid ? page[pass] : 0, job.key_begin + it * kTileK + r) + quarter * 16;
+#pragma unroll
+      for (int s = 0; s < kHeadDimQK / 64; ++s)
+        nv::cp_async_16_l2_128(fp8_operand_at(dst, kSlabBytes, r, quarter + 4 * s), src + s * 64, valid);
+    }
+    sm90::cp_async_arrive(lay.full(it % kStages));
+    if (it + 1 < num_tiles)
+      lookup(it + 1);
+  }
+  sm90::cp_async_wait_all(); // no copy outlives the thread
+}
+
 // A consumer's warps. Accumulator element e of an 8-column group j of warp
 // w, lane (g = lane / 4, quad = lane % 4), is row 16 w + g + 8 (e / 2),
 // column 8 j + 2 quad + e % 2. In S^T rows are keys and columns q rows (of
@@ -1174,6 +1236,114 @@ MLAGEN_DEVICE void produce_fp8(const Job &job, const PagedCache &cache, const vo
 // chunk) and columns q rows (of the block). A thread thus sees q rows
 // 2 quad + {0, 1} + 8 j: its `hd` = 2 j + e % 2.
 MLAGEN_DEVICE int q_row_of(int hd, int quad) { return 8 * (hd / 2) + 2 * quad + hd % 2; }
+
+// S^T of a tile (one consumer): causal mask (q_len > 1, or keys past the
+// item), then this warp's maxima of its 16 keys per q row, then the
+// consumer's 4 warps' through `red`; updates the rows' states and gives
+// each row's rescale factor and exp2 base.
+MLAGEN_DEVICE void mask_and_update(float (&s)[kRowsN / 2], const Job &job, int k0, float *red,
+                                   RowState (&rows)[kRowsN / 4], float (&alpha)[kRowsN / 4],
+                                   float (&base)[kRowsN / 4], int warp, int lane) {
+  constexpr int kHd = kRowsN / 4;
+  const int group = lane / 4;
+  const int quad = lane % 4;
+  if (k0 + kTileK > job.mask_from) {
+#pragma unroll
+    for (int e = 0; e < kRowsN / 2; ++e) {
+      const int key = k0 + 16 * warp + group + 8 * (e % 4 / 2);
+      // One query token: every row ends where the first does.
+      const int end = kQLen == 1 ? job.mask_from : job.row_end(job.row0 + q_row_of(2 * (e / 4) + e % 2, quad));
+      if (key >= end)
+        s[e] = kNegInf;
+    }
+  }
+  float m[kHd];
+#pragma unroll
+  for (int hd = 0; hd < kHd; ++hd) {
+    const int e = 4 * (hd / 2) + hd % 2;
+    m[hd] = max_float(s[e], s[e + 2]);
+    m[hd] = max_float(m[hd], shfl_xor(m[hd], 4));
+    m[hd] = max_float(m[hd], shfl_xor(m[hd], 8));
+    m[hd] = max_float(m[hd], shfl_xor(m[hd], 16));
+    if (group == 0)
+      red[warp * kRowsN + q_row_of(hd, quad)] = m[hd];
+  }
+  sm90::named_barrier_sync(1, 128); // maxima visible
+#pragma unroll
+  for (int hd = 0; hd < kHd; ++hd) {
+    const int r = q_row_of(hd, quad);
+    const float tile_max = max_float(max_float(red[r], red[kRowsN + r]),
+                                     max_float(red[2 * kRowsN + r], red[3 * kRowsN + r]));
+    alpha[hd] = rows[hd].update(tile_max * job.unit, base[hd]);
+  }
+}
+
+// One consumer's row sums: this thread's keys, the warp's, then the 4 warps
+// in warp order (the result does not depend on timing), into lay.total;
+// the LSE out. Every warp read the last tile's maxima before the last P
+// barrier, so their slots are free. Returns once the totals are visible
+// and every warp's products are done (the stage buffers are free).
+MLAGEN_DEVICE void finish_rows(const Job &job, const Output &output, const Layout &lay, const RowState (&rows)[kRowsN / 4],
+                               int warp, int lane) {
+  constexpr int kHd = kRowsN / 4;
+  const int group = lane / 4;
+  const int quad = lane % 4;
+  float *const red = lay.red;
+#pragma unroll
+  for (int hd = 0; hd < kHd; ++hd) {
+    float sum = rows[hd].sum;
+    sum += shfl_xor(sum, 4);
+    sum += shfl_xor(sum, 8);
+    sum += shfl_xor(sum, 16);
+    if (group == 0)
+      red[warp * kRowsN + q_row_of(hd, quad)] = sum;
+  }
+  sm90::named_barrier_sync(1, 128);
+  if (warp == 0 && group == 0) {
+#pragma unroll
+    for (int hd = 0; hd < kHd; ++hd) {
+      const int r = q_row_of(hd, quad);
+      const float total = red[r] + red[kRowsN + r] + red[2 * kRowsN + r] + red[3 * kRowsN + r];
+      lay.total[r] = total;
+      if (is_real_row(job.row0 + r))
+        output.store_lse(job.row0 + r, rows[hd].lse(total));
+    }
+  }
+  sm90::named_barrier_sync(1, 128);
+}
+
+// One consumer's normalised O rows, staged in shared memory (fp32, rows of
+// kOutStride), written in 16-byte pieces.
+MLAGEN_DEVICE void write_staged(const Job &job, const Output &output, const float *staged, int warp, int lane) {
+  sm90::named_barrier_sync(1, 128);
+  const int tid = warp * 32 + lane;
+#pragma unroll
+  for (int i = 0; i < kRowsN * kHeadDimV / 4 / 128; ++i) {
+    const int idx = tid + 128 * i;
+    const int r = idx / (kHeadDimV / 4);
+    const int col = idx % (kHeadDimV / 4) * 4;
+    const int g = job.row0 + r;
+    if (!is_real_row(g))
+      continue;
+    const Float4 v = *reinterpret_cast<const Float4 *>(staged + r * kOutStride + col);
+    output.row(g).store4(col, v.x, v.y, v.z, v.w);
+  }
+}
+
+// S^T's k-steps go round kSChains accumulators. The tensor cores add e4m3
+// products to an accumulator with fewer bits than fp32, so 16 fp8 rows
+// spread them (LSE errors halved with 3 on the H200; 32 rows have no
+// registers to spare); 16-bit products keep one chain.
+constexpr int kSChains = kFP8Operands ? (kRowsN == 16 ? 3 : 1) : 1;
+MLAGEN_DEVICE void add_chains(float (&s)[kRowsN / 2], const float (&chains)[kSChains][kRowsN / 2]) {
+#pragma unroll
+  for (int i = 0; i < kRowsN / 2; ++i) {
+    s[i] = chains[0][i];
+#pragma unroll
+    for (int c = 1; c < kSChains; ++c)
+      s[i] += chains[c][i];
+  }
+}
 
 // kFewKeys (an item of one tile): each p is a large weight, and its 16-bit
 // rounding would show in the output; such items also multiply P's rounding
@@ -1188,7 +1358,6 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
   const u64 q_desc = sm90::smem_desc_sw128(lay.q, 16);
   const u64 p_desc = sm90::smem_desc_sw128(lay.p, 16);
   const u64 residue_desc = sm90::smem_desc_sw128(lay.residue(), 16);
-  float *const red = lay.red;
 
   float o[kVSlabs][kRowsN / 2];
 #pragma unroll
@@ -1207,53 +1376,22 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
     sm90::mbarrier_wait(lay.full(it % kStages), (it / kStages) & 1);
     sm90::fence_proxy_async(); // cp.async wrote through the generic proxy
 
-    float s[kRowsN / 2];
-#pragma unroll
-    for (int i = 0; i < kRowsN / 2; ++i)
-      s[i] = 0.0f;
+    float chains[kSChains][kRowsN / 2] = {};
     sm90::wgmma_fence();
 #pragma unroll
-    for (int sl = 0; sl < kSlabs; ++sl)
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks)
-        WgmmaS::ss<0>(s, kv_desc + (sl * kSlabBytes + ks * 32) / 16, q_desc + (sl * kQSlabBytes + ks * 32) / 16,
-                      sl + ks > 0);
+    for (int i = 0; i < kSlabs * 4; ++i) {
+      const int sl = i / 4, ks = i % 4;
+      WgmmaS::ss<0>(chains[i % kSChains], kv_desc + (sl * kSlabBytes + ks * 32) / 16,
+                    q_desc + (sl * kQSlabBytes + ks * 32) / 16, i >= kSChains);
+    }
     sm90::wgmma_commit();
     sm90::wgmma_wait<0>();
-    sm90::fence_array(s);
+    sm90::fence_array(chains);
+    float s[kRowsN / 2];
+    add_chains(s, chains);
 
-    // Causal mask (q_len > 1, or keys past the item), then this warp's
-    // maxima of its 16 keys per q row, then the consumer's 4 warps'.
-    if (k0 + kTileK > job.mask_from) {
-#pragma unroll
-      for (int e = 0; e < kRowsN / 2; ++e) {
-        const int key = k0 + 16 * warp + group + 8 * (e % 4 / 2);
-        // One query token: every row ends where the first does.
-        const int end = kQLen == 1 ? job.mask_from : job.row_end(job.row0 + q_row_of(2 * (e / 4) + e % 2, quad));
-        if (key >= end)
-          s[e] = kNegInf;
-      }
-    }
-    float m[kHd];
-#pragma unroll
-    for (int hd = 0; hd < kHd; ++hd) {
-      const int e = 4 * (hd / 2) + hd % 2;
-      m[hd] = max_float(s[e], s[e + 2]);
-      m[hd] = max_float(m[hd], shfl_xor(m[hd], 4));
-      m[hd] = max_float(m[hd], shfl_xor(m[hd], 8));
-      m[hd] = max_float(m[hd], shfl_xor(m[hd], 16));
-      if (group == 0)
-        red[warp * kRowsN + q_row_of(hd, quad)] = m[hd];
-    }
-    sm90::named_barrier_sync(1, 128); // maxima visible
     float alpha[kHd], base[kHd];
-#pragma unroll
-    for (int hd = 0; hd < kHd; ++hd) {
-      const int r = q_row_of(hd, quad);
-      const float tile_max = max_float(max_float(red[r], red[kRowsN + r]),
-                                       max_float(red[2 * kRowsN + r], red[3 * kRowsN + r]));
-      alpha[hd] = rows[hd].update(tile_max * job.unit, base[hd]);
-    }
+    mask_and_update(s, job, k0, lay.red, rows, alpha, base, warp, lane);
     // P into its slab: element (q row r, key k) at row r, chunk k / 8,
     // 2-byte lane k % 8. Rows r and r + 1 (e and e + 1) share a key.
 #pragma unroll
@@ -1314,32 +1452,8 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
       sm90::mbarrier_arrive(lay.empty(it % kStages)); // the buffer may refill
   }
 
-  // Row sums: this thread's keys, the warp's, then the 4 warps in warp order (the result does not depend on timing). Every warp read the
-  // last tile's maxima before the last P barrier, so their slots are free.
-#pragma unroll
-  for (int hd = 0; hd < kHd; ++hd) {
-    float sum = rows[hd].sum;
-    sum += shfl_xor(sum, 4);
-    sum += shfl_xor(sum, 8);
-    sum += shfl_xor(sum, 16);
-    if (group == 0)
-      red[warp * kRowsN + q_row_of(hd, quad)] = sum;
-  }
-  sm90::named_barrier_sync(1, 128);
-  if (warp == 0 && group == 0) {
-#pragma unroll
-    for (int hd = 0; hd < kHd; ++hd) {
-      const int r = q_row_of(hd, quad);
-      const float total = red[r] + red[kRowsN + r] + red[2 * kRowsN + r] + red[3 * kRowsN + r];
-      lay.total[r] = total;
-      if (is_real_row(job.row0 + r))
-        output.store_lse(job.row0 + r, rows[hd].lse(total));
-    }
-  }
-  // Row totals visible, and every product done: the stage buffers are free.
-  sm90::named_barrier_sync(1, 128);
-  // O^T, normalised, through shared memory so that each row is written in
-  // 16-byte pieces.
+  finish_rows(job, output, lay, rows, warp, lane);
+  // O^T, normalised, through shared memory.
 #pragma unroll
   for (int hd = 0; hd < kHd; ++hd) {
     const int r = q_row_of(hd, quad);
@@ -1352,19 +1466,214 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
       staged[r * kOutStride + col + 8] = o[c][e0 + 2] * scale;
     }
   }
-  sm90::named_barrier_sync(1, 128);
-  const int tid = warp * 32 + lane;
+  write_staged(job, output, staged, warp, lane);
+}
+
+// fp8 operands (kFP8Operands), one consumer. Per tile:
+//   S^T [64 keys x N] = K Q^T: e4m3 wgmma from the raw slabs (18 k-steps
+//     over kSChains accumulators);
+//   V^T fragments into registers while S^T runs: warp w's A rows of 64-
+//     column chunk c are columns 64 c + 16 w..+15; ldmatrix.x4.trans of 32
+//     key rows gives a thread keys 2 t, 2 t + 1 (+ 8 j) of columns 2 g and
+//     2 g + 1, and byte permutes make rows g and g + 8 of the fragment
+//     columns 2 g and 2 g + 1, with the 16 keys of each half of a k-step in
+//     the order 2 t, 2 t + 1, 2 t + 8, 2 t + 9 (fp8_key_slot); the buffer
+//     is free once S^T is done;
+//   softmax as `consume`; P (times 256, so that no p of interest is an e4m3
+//     subnormal) as e4m3 plus the e4m3 of its rounding residue (~8 bits
+//     together), in the key order above, into one swizzled slab: hi in
+//     bytes 0..63 of a row, residue in 64..127;
+//   O^T += V^T P_hi^T + V^T P_lo^T (32 wgmma RS, A from registers: e4m3
+//     has no transposed shared operand), waited for before the next tile.
+// P's byte of key k of a 16-key group (a k-step is two groups).
+MLAGEN_DEVICE constexpr int fp8_key_slot(int k) { return 4 * (k % 8 / 2) + k % 2 + 2 * (k / 8); }
+constexpr float kPScale = 256.0f;
+// 16 rows load V^T while S^T runs; 32 hold twice the accumulators and
+// load it after the softmax, when S^T's registers are free (no spills).
+constexpr bool kEarlyValues = kRowsN == 16;
+typedef sm90::WgmmaFP8<kRowsN> WgmmaE4M3;
+
+MLAGEN_DEVICE void consume_fp8(const Job &job, const Output &output, const Layout &lay, int num_tiles, int warp,
+                               int lane, float *staged) {
+  constexpr int kHd = kRowsN / 4; // q rows a thread sees
+  constexpr int kGroups = kRowsN / 8; // 8-column groups of an accumulator
+  const int group = lane / 4;
+  const int quad = lane % 4;
+  const u64 q_desc = sm90::smem_desc_sw128(lay.q, 16);
+  const u64 p_desc = sm90::smem_desc_sw128(lay.p, 16);
+  float o[kVSlabs][kRowsN / 2];
 #pragma unroll
-  for (int i = 0; i < kRowsN * kHeadDimV / 4 / 128; ++i) {
-    const int idx = tid + 128 * i;
-    const int r = idx / (kHeadDimV / 4);
-    const int col = idx % (kHeadDimV / 4) * 4;
-    const int g = job.row0 + r;
-    if (!is_real_row(g))
-      continue;
-    const Float4 v = *reinterpret_cast<const Float4 *>(staged + r * kOutStride + col);
-    output.row(g).store4(col, v.x, v.y, v.z, v.w);
+  for (int c = 0; c < kVSlabs; ++c)
+#pragma unroll
+    for (int i = 0; i < kRowsN / 2; ++i)
+      o[c][i] = 0.0f;
+  RowState rows[kHd];
+  // V^T fragments: 64-column chunk (32 rows: chunk % 4, in two halves), k-step.
+  constexpr int kVChunks = kEarlyValues ? kVSlabs : kVSlabs / 2;
+  u32 v[kVChunks][2][4] = {};
+
+  if (num_tiles > 0)
+    sm90::mbarrier_wait(lay.q_full(), 0);
+  for (int it = 0; it < num_tiles; ++it) {
+    const int k0 = job.key_begin + it * kTileK;
+    const u32 stage = lay.stage(it);
+    const u64 k_desc = sm90::smem_desc_sw128(stage, kSlabBytes);
+    sm90::mbarrier_wait(lay.full(it % kStages), (it / kStages) & 1);
+    sm90::fence_proxy_async(); // cp.async wrote through the generic proxy
+
+    float chains[kSChains][kRowsN / 2] = {};
+    sm90::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < kHeadDimQK / 32; ++ks)
+      WgmmaE4M3::ss(chains[ks % kSChains], k_desc + ((ks / 4) * kSlabBytes + (ks % 4) * 32) / 16,
+                    q_desc + ((ks / 4) * kQSlabBytes + (ks % 4) * 32) / 16, ks >= kSChains);
+    sm90::wgmma_commit();
+    auto load_chunk = [&](int c) {
+#pragma unroll
+      for (int ks = 0; ks < 2; ++ks) {
+        u32 r[4];
+        nv::ldmatrix_x4_trans(r, fp8_operand_at(stage, kSlabBytes, 32 * ks + lane, 4 * c + warp));
+        u32(&f)[4] = v[c % kVChunks][ks];
+        f[0] = __byte_perm(r[0], r[1], 0x6420);
+        f[1] = __byte_perm(r[0], r[1], 0x7531);
+        f[2] = __byte_perm(r[2], r[3], 0x6420);
+        f[3] = __byte_perm(r[2], r[3], 0x7531);
+      }
+    };
+    auto release = [&] {
+      if (lane == 0)
+        sm90::mbarrier_arrive(lay.empty(it % kStages)); // K read, V in registers: the buffer may refill
+    };
+    auto load_values = [&] {
+#pragma unroll
+      for (int c = 0; c < kVSlabs; ++c)
+        load_chunk(c);
+      release();
+    };
+    if (kEarlyValues)
+      load_values();
+    sm90::wgmma_wait<0>();
+    sm90::fence_array(chains);
+    float s[kRowsN / 2];
+    add_chains(s, chains);
+
+    float alpha[kHd], base[kHd];
+    mask_and_update(s, job, k0, lay.red, rows, alpha, base, warp, lane);
+    // P: this thread's keys 16 w + g (+ 8) sit at slots 16 w + 4 (g / 2) +
+    // g % 2 (+ 2) of rows 8 j + 2 quad + {0, 1}. Lanes g and g ^ 1 swap
+    // halves so that each stores whole words: even g the rows 8 j + 2 quad,
+    // odd g the rows 8 j + 2 quad + 1.
+    const int mine = group % 2;
+    u32 keep_hi[kGroups / 2] = {}, give_hi[kGroups / 2] = {}, keep_lo[kGroups / 2] = {}, give_lo[kGroups / 2] = {};
+#pragma unroll
+    for (int j = 0; j < kGroups; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int e = 4 * j + h;
+        const float p0 = exp2_approx(s[e] * job.unit - base[2 * j + h]);
+        const float p1 = exp2_approx(s[e + 2] * job.unit - base[2 * j + h]);
+        rows[2 * j + h].sum += p0 + p1;
+        u32 hi, lo;
+        sm90::split_fp8_pair(p0 * kPScale, p1 * kPScale, hi, lo);
+        const int shift = 16 * (j % 2);
+        if (h == mine) {
+          keep_hi[j / 2] |= hi << shift;
+          keep_lo[j / 2] |= lo << shift;
+        } else {
+          give_hi[j / 2] |= hi << shift;
+          give_lo[j / 2] |= lo << shift;
+        }
+      }
+    const u32 at = 16 * warp + 4 * (group / 2);
+#pragma unroll
+    for (int w = 0; w < kGroups / 2; ++w) {
+      const u32 got_hi = __shfl_xor_sync(0xffffffffu, give_hi[w], 4);
+      const u32 got_lo = __shfl_xor_sync(0xffffffffu, give_lo[w], 4);
+#pragma unroll
+      for (int jj = 0; jj < 2; ++jj) {
+        // Bytes: even g's key, odd g's key, even g's key + 8, odd g's.
+        const u32 sel = mine == 0 ? (jj == 0 ? 0x5140 : 0x7362) : (jj == 0 ? 0x1504 : 0x3726);
+        const int row = 8 * (2 * w + jj) + 2 * quad + mine;
+        store_shared_u32(lay.p + swizzled(row, at / 16) + at % 16, __byte_perm(keep_hi[w], got_hi, sel));
+        store_shared_u32(lay.p + swizzled(row, 4 + at / 16) + at % 16, __byte_perm(keep_lo[w], got_lo, sel));
+      }
+    }
+    sm90::fence_proxy_async();        // P is read by wgmma (the async proxy)
+    sm90::named_barrier_sync(1, 128); // P visible
+
+    bool settled = true;
+#pragma unroll
+    for (int hd = 0; hd < kHd; ++hd)
+      settled = settled && alpha[hd] == 1.0f;
+    if (!all_lanes(settled)) {
+#pragma unroll
+      for (int c = 0; c < kVSlabs; ++c)
+#pragma unroll
+        for (int e = 0; e < kRowsN / 2; ++e)
+          o[c][e] *= alpha[2 * (e / 4) + e % 2];
+    }
+    sm90::fence_array(o);
+    auto products = [&](int c) {
+#pragma unroll
+      for (int ks = 0; ks < 2; ++ks) {
+        WgmmaE4M3::rs(o[c], v[c % kVChunks][ks], p_desc + (ks * 32) / 16, 1);
+        WgmmaE4M3::rs(o[c], v[c % kVChunks][ks], p_desc + (64 + ks * 32) / 16, 1);
+      }
+    };
+    if (kEarlyValues) {
+      sm90::fence_array(v);
+      sm90::wgmma_fence();
+#pragma unroll
+      for (int step = 0; step < 4; ++step) // k-step step / 2 of hi (even) or residue (odd)
+#pragma unroll
+        for (int c = 0; c < kVSlabs; ++c)
+          WgmmaE4M3::rs(o[c], v[c % kVChunks][step / 2], p_desc + (64 * (step % 2) + 32 * (step / 2)) / 16, 1);
+    } else {
+      // Half of the chunks at a time into the same registers, each half's
+      // products done before the next half's fragments overwrite them.
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        if (half == 1) {
+          sm90::wgmma_commit();
+          sm90::wgmma_wait<0>();
+          sm90::fence_array(o);
+          sm90::fence_array(v);
+        }
+#pragma unroll
+        for (int c = kVChunks * half; c < kVChunks * (half + 1); ++c)
+          load_chunk(c);
+        if (half == 1)
+          release();
+        sm90::fence_array(v);
+        sm90::wgmma_fence();
+#pragma unroll
+        for (int c = kVChunks * half; c < kVChunks * (half + 1); ++c)
+          products(c);
+      }
+    }
+    sm90::wgmma_commit();
+    // Every product done before the next tile touches o or v: with products
+    // left in flight past here ptxas serialises them all (C7514, C7515).
+    sm90::wgmma_wait<0>();
+    sm90::fence_array(o);
+    sm90::fence_array(v);
   }
+
+  finish_rows(job, output, lay, rows, warp, lane);
+  // O^T, normalised (P carried kPScale): o[c][4 j + e] is q row 8 j + 2
+  // quad + e % 2, column 64 c + 16 w + 2 g + e / 2.
+#pragma unroll
+  for (int hd = 0; hd < kHd; ++hd) {
+    const int r = q_row_of(hd, quad);
+    const float scale = RowState::output_scale(lay.total[r]) * (job.v_scale / kPScale);
+    const int e0 = 4 * (hd / 2) + hd % 2;
+#pragma unroll
+    for (int c = 0; c < kVSlabs; ++c) {
+      const Float2 pair = {o[c][e0] * scale, o[c][e0 + 2] * scale};
+      *reinterpret_cast<Float2 *>(staged + r * kOutStride + 64 * c + 16 * warp + 2 * group) = pair;
+    }
+  }
+  write_staged(job, output, staged, warp, lane);
 }
 
 // 64 q rows (two consumers): Q is the M of both products, as in FlashMLA.
@@ -1788,7 +2097,9 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
     if (kConsumers > 1)
       sm90::setmaxnreg_dec<56>();
     const int ptid = tid - kConsumerThreads;
-    if (kCacheFP8) {
+    if (kFP8Operands) {
+      produce_fp8_operands(job, cache, q, q_token_stride, q_head_stride, lay, num_tiles, ptid);
+    } else if (kCacheFP8) {
       produce_fp8(job, cache, q, q_token_stride, q_head_stride, lay, num_tiles, ptid);
     } else {
       if (num_tiles > 0)
@@ -1820,6 +2131,8 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
       run(BoolConstant<kBulkTiles>());
     else
       run(BoolConstant<false>());
+  } else if constexpr (kFP8Operands) {
+    consume_fp8(job, output, lay, num_tiles, warp, lane, staged);
   } else {
     num_tiles == 1 ? consume<true>(job, output, lay, num_tiles, warp, lane, staged)
                    : consume<false>(job, output, lay, num_tiles, warp, lane, staged);

@@ -151,6 +151,13 @@ MLAGEN_DEVICE void cp_async_16(u32 dst, const void *src, bool fill) {
                "l"(src), "r"(fill ? 16 : 0)
                : "memory");
 }
+// The same for 8 bytes (through L1: cp.async.cg takes 16 only), for rows
+// that are only 8-byte aligned.
+MLAGEN_DEVICE void cp_async_8(u32 dst, const void *src, bool fill) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(dst),
+               "l"(src), "r"(fill ? 8 : 0)
+               : "memory");
+}
 // The same, asking L2 to fetch the whole 128-byte line around `src` (rows
 // read whole by neighbouring threads: streamed caches). On the H200 a
 // stream of 256-byte rows ran 3.5% faster with this hint than with none or
@@ -386,6 +393,47 @@ MLAGEN_WGMMA(fp16, "f16", 96, MLAGEN_ACC96, MLAGEN_DREGS96, "48", "49", "50", "5
 MLAGEN_WGMMA(bf16, "bf16", 128, MLAGEN_ACC128, MLAGEN_DREGS128, "64", "65", "66", "67", "68", "69", "70")
 MLAGEN_WGMMA(fp16, "f16", 128, MLAGEN_ACC128, MLAGEN_DREGS128, "64", "65", "66", "67", "68", "69", "70")
 #undef MLAGEN_WGMMA
+
+// d (+)= A B, m64nNk32 with fp8 e4m3 A and B (fp32 accumulators laid out as
+// Wgmma's). Both operands K-major (fp8 has no transposed forms): B a
+// descriptor; A a descriptor (ss) or registers (rs): register i holds row
+// 16 warp + lane / 4 + 8 (i % 2), k = 4 (lane % 4) + 16 (i / 2) + byte.
+template <int N>
+struct WgmmaFP8;
+#define MLAGEN_WGMMA_FP8(N, ACC, DREGS, R0, R1, R2, R3, R4, R5) \
+  template <> \
+  struct WgmmaFP8<N> { \
+    MLAGEN_DEVICE static void ss(float (&d)[N / 2], u64 a, u64 b, int accumulate) { \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" R2 ", 0;\n" \
+                   "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 " DREGS \
+                   ", %" R0 ", %" R1 ", p, 1, 1;\n}" \
+                   : ACC(d) : "l"(a), "l"(b), "r"(accumulate)); \
+    } \
+    MLAGEN_DEVICE static void rs(float (&d)[N / 2], const u32 (&a)[4], u64 b, int accumulate) { \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" R5 ", 0;\n" \
+                   "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 " DREGS \
+                   ", {%" R0 ", %" R1 ", %" R2 ", %" R3 "}, %" R4 ", p, 1, 1;\n}" \
+                   : ACC(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate)); \
+    } \
+  };
+MLAGEN_WGMMA_FP8(16, MLAGEN_ACC8_0, MLAGEN_DREGS16, "8", "9", "10", "11", "12", "13")
+MLAGEN_WGMMA_FP8(32, MLAGEN_ACC32, MLAGEN_DREGS32, "16", "17", "18", "19", "20", "21")
+MLAGEN_WGMMA_FP8(64, MLAGEN_ACC64, MLAGEN_DREGS64, "32", "33", "34", "35", "36", "37")
+#undef MLAGEN_WGMMA_FP8
+
+// Two floats as fp8 e4m3 `hi` plus the e4m3 of what hi rounded away, `lo`
+// (hi + lo carries about 8 significant bits), each a 16-bit pair with `a` in
+// byte 0. The residue is taken in fp16 (exact for hi, 11 bits for a, b).
+MLAGEN_DEVICE void split_fp8_pair(float a, float b, u32 &hi, u32 &lo) {
+  asm("{ .reg .b32 v, h16, d;\n .reg .b16 h8, l8;\n"
+      " cvt.rn.f16x2.f32 v, %3, %2;\n"
+      " cvt.rn.satfinite.e4m3x2.f16x2 h8, v;\n"
+      " cvt.rn.f16x2.e4m3x2 h16, h8;\n"
+      " sub.rn.f16x2 d, v, h16;\n"
+      " cvt.rn.satfinite.e4m3x2.f16x2 l8, d;\n"
+      " cvt.u32.u16 %0, h8;\n cvt.u32.u16 %1, l8; }"
+      : "=r"(hi), "=r"(lo) : "f"(a), "f"(b));
+}
 
 } // namespace sm90
 #endif // MLAGEN_ARCH_SM90A

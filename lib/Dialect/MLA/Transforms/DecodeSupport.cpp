@@ -63,7 +63,14 @@ int64_t mlagen::mla::getDecodeSharedBytes(DecodeOp op, DecodeTilingAttr tiling,
     // and row totals (6 floats a row), q_full and, per stage, full/empty
     // barriers (with 64 rows, one full barrier per 64-column slab and one
     // empty barrier per half, as two consumers free the halves).
+    // fp8 q with an fp8 cache: Q and the tiles stay e4m3, in slabs of 128
+    // columns (the last one half used), and P is e4m3 plus its residue.
     const int64_t qkSlabs = dqk / 64;
+    if (op.getQType() == DType::F8E4M3 && op.getKvType() == DType::F8E4M3) {
+      const int64_t slabBytes = 128 * ((dqk + 127) / 128);
+      return 1024 + slabBytes * (rows + stages * tileK) + 128 * rows +
+             4 * 6 * rows + 8 * (1 + 2 * stages);
+    }
     return 1024 + 2 * (rows * dqk + stages * tileK * dqk + rows * tileK) +
            4 * 6 * rows + 8 * (1 + (rows == 64 ? qkSlabs + 2 : 2) * stages);
   }
