@@ -418,6 +418,7 @@ struct WgmmaFP8;
   };
 MLAGEN_WGMMA_FP8(16, MLAGEN_ACC8_0, MLAGEN_DREGS16, "8", "9", "10", "11", "12", "13")
 MLAGEN_WGMMA_FP8(32, MLAGEN_ACC32, MLAGEN_DREGS32, "16", "17", "18", "19", "20", "21")
+// (64: the decode template compiles its e4m3 consumer for every row count.)
 MLAGEN_WGMMA_FP8(64, MLAGEN_ACC64, MLAGEN_DREGS64, "32", "33", "34", "35", "36", "37")
 #undef MLAGEN_WGMMA_FP8
 
