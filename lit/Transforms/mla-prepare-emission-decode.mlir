@@ -17,11 +17,11 @@ mla.decode @sm_90a qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1,
 mla.decode @sm_90a_64_rows qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, lse, arch = sm_90a, tiling = <heads = 128, heads_per_block = 64, tile_k = 48, warps = 8, wave_size = 32, stages = 2>, q_type = bf16, kv_type = bf16, out_type = bf16
 
 // fp8 q on an fp8 cache (sm_90a, e4m3 products): raw e4m3 slabs of 128
-// columns, 5 a row: 1024 + 640 * (16 + 4 * 64) + 128 * 16 (P) + 24 * 16 +
-// 8 * (1 + 2 * 4) = 177608.
+// columns, 5 a row: 1024 + 640 * (16 + 3 * 64) + 128 * 16 (P) + 24 * 16 +
+// 8 * (1 + 2 * 3) = 136632.
 // CHECK-LABEL: mla.decode @sm_90a_fp8_q
-//  CHECK-SAME:   launch = <entry = "mlagen_decode", threads = 256, shared_bytes = 177608>,
-mla.decode @sm_90a_fp8_q qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, arch = sm_90a, tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 8, wave_size = 32, stages = 4>, q_type = f8E4M3, kv_type = f8E4M3, out_type = bf16
+//  CHECK-SAME:   launch = <entry = "mlagen_decode", threads = 256, shared_bytes = 136632>,
+mla.decode @sm_90a_fp8_q qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, arch = sm_90a, tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 8, wave_size = 32, stages = 3>, q_type = f8E4M3, kv_type = f8E4M3, out_type = bf16
 
 // CDNA keeps Q in registers; rows padded by MFMA depth / 4 = 4 elements:
 // 2 * (32 * 580 + 2 * 16 * 36) + 4 * 16 * (2 + 4) = 39808.

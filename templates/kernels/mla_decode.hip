@@ -1472,25 +1472,22 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
 // fp8 operands (kFP8Operands), one consumer. Per tile:
 //   S^T [64 keys x N] = K Q^T: e4m3 wgmma from the raw slabs (18 k-steps
 //     over kSChains accumulators);
-//   V^T fragments into registers while S^T runs: warp w's A rows of 64-
-//     column chunk c are columns 64 c + 16 w..+15; ldmatrix.x4.trans of 32
-//     key rows gives a thread keys 2 t, 2 t + 1 (+ 8 j) of columns 2 g and
-//     2 g + 1, and byte permutes make rows g and g + 8 of the fragment
-//     columns 2 g and 2 g + 1, with the 16 keys of each half of a k-step in
-//     the order 2 t, 2 t + 1, 2 t + 8, 2 t + 9 (fp8_key_slot); the buffer
-//     is free once S^T is done;
 //   softmax as `consume`; P (times 256, so that no p of interest is an e4m3
 //     subnormal) as e4m3 plus the e4m3 of its rounding residue (~8 bits
-//     together), in the key order above, into one swizzled slab: hi in
+//     together), in the key order below, into one swizzled slab: hi in
 //     bytes 0..63 of a row, residue in 64..127;
-//   O^T += V^T P_hi^T + V^T P_lo^T (32 wgmma RS, A from registers: e4m3
-//     has no transposed shared operand), waited for before the next tile.
+//   O^T += V^T P_hi^T + V^T P_lo^T: 32 wgmma RS (e4m3 has no transposed
+//     shared operand, so V^T comes from registers). Warp w's A rows of
+//     64-column chunk c are columns 64 c + 16 w..+15; ldmatrix.x4.trans of
+//     32 key rows gives a thread keys 2 t, 2 t + 1 (+ 8 j) of columns 2 g
+//     and 2 g + 1, and byte permutes make rows g and g + 8 of the fragment
+//     columns 2 g and 2 g + 1, with the 16 keys of each half of a k-step in
+//     the order 2 t, 2 t + 1, 2 t + 8, 2 t + 9 (fp8_key_slot); the stage is
+//     free once the last fragments are loaded, the products waited for
+//     before the next tile.
 // P's byte of key k of a 16-key group (a k-step is two groups).
 MLAGEN_DEVICE constexpr int fp8_key_slot(int k) { return 4 * (k % 8 / 2) + k % 2 + 2 * (k / 8); }
 constexpr float kPScale = 256.0f;
-// 16 rows load V^T while S^T runs; 32 hold twice the accumulators and
-// load it after the softmax, when S^T's registers are free (no spills).
-constexpr bool kEarlyValues = kRowsN == 16;
 typedef sm90::WgmmaFP8<kRowsN> WgmmaE4M3;
 
 MLAGEN_DEVICE void consume_fp8(const Job &job, const Output &output, const Layout &lay, int num_tiles, int warp,
@@ -1508,8 +1505,8 @@ MLAGEN_DEVICE void consume_fp8(const Job &job, const Output &output, const Layou
     for (int i = 0; i < kRowsN / 2; ++i)
       o[c][i] = 0.0f;
   RowState rows[kHd];
-  // V^T fragments: 64-column chunk (32 rows: chunk % 4, in two halves), k-step.
-  constexpr int kVChunks = kEarlyValues ? kVSlabs : kVSlabs / 2;
+  // V^T fragments of half the 64-column chunks (chunk % 4), k-step.
+  constexpr int kVChunks = kVSlabs / 2;
   u32 v[kVChunks][2][4] = {};
 
   if (num_tiles > 0)
@@ -1540,18 +1537,6 @@ MLAGEN_DEVICE void consume_fp8(const Job &job, const Output &output, const Layou
         f[3] = __byte_perm(r[2], r[3], 0x7531);
       }
     };
-    auto release = [&] {
-      if (lane == 0)
-        sm90::mbarrier_arrive(lay.empty(it % kStages)); // K read, V in registers: the buffer may refill
-    };
-    auto load_values = [&] {
-#pragma unroll
-      for (int c = 0; c < kVSlabs; ++c)
-        load_chunk(c);
-      release();
-    };
-    if (kEarlyValues)
-      load_values();
     sm90::wgmma_wait<0>();
     sm90::fence_array(chains);
     float s[kRowsN / 2];
@@ -1613,43 +1598,32 @@ MLAGEN_DEVICE void consume_fp8(const Job &job, const Output &output, const Layou
           o[c][e] *= alpha[2 * (e / 4) + e % 2];
     }
     sm90::fence_array(o);
-    auto products = [&](int c) {
+    // V^T after the softmax (loading it under S^T ran slower on the H200,
+    // B128 104 against 98 us), half of the chunks at a time into the same
+    // registers, each half's products done before the next half's
+    // fragments overwrite them.
 #pragma unroll
-      for (int ks = 0; ks < 2; ++ks) {
-        WgmmaE4M3::rs(o[c], v[c % kVChunks][ks], p_desc + (ks * 32) / 16, 1);
-        WgmmaE4M3::rs(o[c], v[c % kVChunks][ks], p_desc + (64 + ks * 32) / 16, 1);
+    for (int half = 0; half < 2; ++half) {
+      if (half == 1) {
+        sm90::wgmma_commit();
+        sm90::wgmma_wait<0>();
+        sm90::fence_array(o);
+        sm90::fence_array(v);
       }
-    };
-    if (kEarlyValues) {
+#pragma unroll
+      for (int c = kVChunks * half; c < kVChunks * (half + 1); ++c)
+        load_chunk(c);
+      if (half == 1 && lane == 0)
+        sm90::mbarrier_arrive(lay.empty(it % kStages)); // K and V read: the buffer may refill
       sm90::fence_array(v);
       sm90::wgmma_fence();
 #pragma unroll
-      for (int step = 0; step < 4; ++step) // k-step step / 2 of hi (even) or residue (odd)
+      for (int ks = 0; ks < 2; ++ks) // hi, then the residue, of k-step ks
 #pragma unroll
-        for (int c = 0; c < kVSlabs; ++c)
-          WgmmaE4M3::rs(o[c], v[c % kVChunks][step / 2], p_desc + (64 * (step % 2) + 32 * (step / 2)) / 16, 1);
-    } else {
-      // Half of the chunks at a time into the same registers, each half's
-      // products done before the next half's fragments overwrite them.
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        if (half == 1) {
-          sm90::wgmma_commit();
-          sm90::wgmma_wait<0>();
-          sm90::fence_array(o);
-          sm90::fence_array(v);
+        for (int c = kVChunks * half; c < kVChunks * (half + 1); ++c) {
+          WgmmaE4M3::rs(o[c], v[c % kVChunks][ks], p_desc + (ks * 32) / 16, 1);
+          WgmmaE4M3::rs(o[c], v[c % kVChunks][ks], p_desc + (64 + ks * 32) / 16, 1);
         }
-#pragma unroll
-        for (int c = kVChunks * half; c < kVChunks * (half + 1); ++c)
-          load_chunk(c);
-        if (half == 1)
-          release();
-        sm90::fence_array(v);
-        sm90::wgmma_fence();
-#pragma unroll
-        for (int c = kVChunks * half; c < kVChunks * (half + 1); ++c)
-          products(c);
-      }
     }
     sm90::wgmma_commit();
     // Every product done before the next tile touches o or v: with products
