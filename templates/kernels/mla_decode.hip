@@ -1180,8 +1180,8 @@ MLAGEN_DEVICE u32 fp8_operand_at(u32 slabs, int slab_bytes, int row, int chunk) 
 
 // Q in 8-byte copies (fp8 q rows are only 8-byte aligned), then the tiles:
 // thread t copies 16-byte chunks t % 4 + 4 s of rows t / 4 and t / 4 + 32
-// (a warp reads 64 contiguous bytes of 8 rows a copy), evict-first in L2
-// like produce_fp8's loads would be; each row's page is looked up a tile
+// (a warp reads 64 contiguous bytes of 8 rows a copy, asking L2 for whole
+// 128-byte lines as `produce` does); each row's page is looked up a tile
 // ahead.
 MLAGEN_DEVICE void produce_fp8_operands(const Job &job, const PagedCache &cache, const void *q,
                                         long long q_token_stride, long long q_head_stride, const Layout &lay,
@@ -1482,11 +1482,10 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
 //     32 key rows gives a thread keys 2 t, 2 t + 1 (+ 8 j) of columns 2 g
 //     and 2 g + 1, and byte permutes make rows g and g + 8 of the fragment
 //     columns 2 g and 2 g + 1, with the 16 keys of each half of a k-step in
-//     the order 2 t, 2 t + 1, 2 t + 8, 2 t + 9 (fp8_key_slot); the stage is
-//     free once the last fragments are loaded, the products waited for
-//     before the next tile.
-// P's byte of key k of a 16-key group (a k-step is two groups).
-MLAGEN_DEVICE constexpr int fp8_key_slot(int k) { return 4 * (k % 8 / 2) + k % 2 + 2 * (k / 8); }
+//     the order 2 t, 2 t + 1, 2 t + 8, 2 t + 9 (so key k of a 16-key group
+//     is P's byte 4 (k % 8 / 2) + k % 2 + 2 (k / 8)); the stage is free once
+//     the last fragments are loaded, the products waited for before the
+//     next tile.
 constexpr float kPScale = 256.0f;
 typedef sm90::WgmmaFP8<kRowsN> WgmmaE4M3;
 

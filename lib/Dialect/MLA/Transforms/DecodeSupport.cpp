@@ -52,6 +52,10 @@ bool mlagen::mla::isWarpgroupDecode(DecodeOp op, DecodeTilingAttr tiling,
           (rows == 64 && warps == 12 && op.getKvType() != DType::F8E4M3));
 }
 
+bool mlagen::mla::isFP8OperandDecode(DecodeOp op) {
+  return op.getQType() == DType::F8E4M3 && op.getKvType() == DType::F8E4M3;
+}
+
 int64_t mlagen::mla::getDecodeSharedBytes(DecodeOp op, DecodeTilingAttr tiling,
                                           const TargetInfo &target) {
   const int64_t rows = tiling.getHeadsPerBlock(), tileK = tiling.getTileK();
@@ -66,7 +70,7 @@ int64_t mlagen::mla::getDecodeSharedBytes(DecodeOp op, DecodeTilingAttr tiling,
     // fp8 q with an fp8 cache: Q and the tiles stay e4m3, in slabs of 128
     // columns (the last one half used), and P is e4m3 plus its residue.
     const int64_t qkSlabs = dqk / 64;
-    if (op.getQType() == DType::F8E4M3 && op.getKvType() == DType::F8E4M3) {
+    if (isFP8OperandDecode(op)) {
       const int64_t slabBytes = 128 * ((dqk + 127) / 128);
       return 1024 + slabBytes * (rows + stages * tileK) + 128 * rows +
              4 * 6 * rows + 8 * (1 + 2 * stages);

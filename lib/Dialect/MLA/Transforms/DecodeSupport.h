@@ -25,6 +25,10 @@ mlir::LogicalResult checkDecodeSupported(DecodeOp op);
 bool isWarpgroupDecode(DecodeOp op, DecodeTilingAttr tiling,
                        const TargetInfo &target);
 
+/// Whether sm_90a's wgmma kernel multiplies e4m3 as stored (fp8 q on an fp8
+/// cache; mla_decode.hip's kFP8Operands): raw tiles of 128-column slabs.
+bool isFP8OperandDecode(DecodeOp op);
+
 /// Dynamic shared memory mlagen_decode uses with `tiling` on `target`, by
 /// the formula of DECODE_CONTRACT.md: the wgmma kernel's exact bytes, else
 /// the kernel's tiles (a Q tile on NVIDIA, `stages` KV tiles, two P tiles,

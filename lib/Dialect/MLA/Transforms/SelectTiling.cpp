@@ -153,7 +153,7 @@ LogicalResult selectDecodeTiling(DecodeOp op, std::optional<Arch> defaultArch) {
     // fp8 q with an fp8 cache multiplies e4m3 tiles of 40 KB (not 72 KB
     // of fp16): three stages (H200, B64 H16: 60.4 us, 62.0 with four, 65.5
     // with five).
-    stages = fp8Cache && op.getQType() == DType::F8E4M3 ? 3 : 2;
+    stages = isFP8OperandDecode(op) ? 3 : 2;
     if (fits()) {
       op.setArchAttr(ArchAttr::get(ctx, *arch));
       op.setTilingAttr(tiling());
