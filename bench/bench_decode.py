@@ -36,8 +36,9 @@ def bench(fn):
     return do_bench(fn, warmup=25, rep=200, return_mode="median")
 
 
-def mlagen_decode(rt, arch, batch, heads, seq, fp8=False, fp8_q=False):
-    """fp8: an fp8 e4m3 cache; fp8_q: fp8 e4m3 q too (per-tensor q_scale)."""
+def mlagen_decode(rt, arch, batch, heads, seq, fp8=False, fp8_q=False, num_sms=None):
+    """fp8: an fp8 e4m3 cache; fp8_q: fp8 e4m3 q too (per-tensor q_scale);
+    num_sms: the SMs the plan spreads the work over (None: the device's)."""
     kernel = rt.kernel(f"decode qk={QK} v={V} hq={heads} q_len=1 page={PAGE} mask=causal "
                        f"lse=1 q={'fp8e4m3' if fp8_q else 'bf16'} "
                        f"kv={'fp8e4m3' if fp8 else 'bf16'} out=bf16 arch={arch}")
@@ -52,7 +53,7 @@ def mlagen_decode(rt, arch, batch, heads, seq, fp8=False, fp8_q=False):
     lens = torch.full((batch,), seq, device="cuda", dtype=torch.int32)
     out = torch.empty(batch, 1, heads, V, device="cuda", dtype=torch.bfloat16)
     lse = torch.empty(batch, 1, heads, device="cuda", dtype=torch.float32)
-    plan = mlagen.DecodePlan(kernel, batch, max_seq_len=seq).update([seq] * batch)
+    plan = mlagen.DecodePlan(kernel, batch, num_sms=num_sms, max_seq_len=seq).update([seq] * batch)
     torch.cuda.synchronize()
     step = lambda: kernel.decode(q, kv, out, table, lens, plan, 1 / math.sqrt(192), lse=lse,
                                  kv_scale=1 / 16 if fp8 else 1.0,

@@ -19,11 +19,12 @@
 // (the two-consumer kernel's producer has no registers to convert through).
 // CHECK-LABEL: mla.decode @sm_90a_tp1_fp8
 //  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 32, tile_k = 64, warps = 8, wave_size = 32, stages = 2>,
-// fp8 q on an fp8 cache multiplies e4m3 tiles of 40 KB: three stages.
+// fp8 q on an fp8 cache multiplies e4m3 tiles of 40 KB: three stages, two
+// consumers taking tiles in turn (12 warps).
 // CHECK-LABEL: mla.decode @sm_90a_tp8_fp8_q
-//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 8, wave_size = 32, stages = 3>,
+//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 12, wave_size = 32, stages = 3>,
 // CHECK-LABEL: mla.decode @sm_90a_tp1_fp8_q
-//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 32, tile_k = 64, warps = 8, wave_size = 32, stages = 3>,
+//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 32, tile_k = 64, warps = 12, wave_size = 32, stages = 3>,
 // 4 tokens x 16 heads = 64 rows.
 // CHECK-LABEL: mla.decode @sm_90a_mtp
 //  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 64, tile_k = 64, warps = 12, wave_size = 32, stages = 2>,

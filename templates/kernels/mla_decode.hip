@@ -97,13 +97,16 @@ MLAGEN_DEVICE bool is_real_row(int g) { return g < kRows && (kNumQHeads == kNumH
 // sm_90a runs the warp-specialised wgmma kernel (warpgroup_mma) when the
 // tiling pass gives it 64-key tiles, two or more stages and a producer
 // warpgroup beside one consumer warpgroup (16 or 32 q rows, 8 warps) or two
-// (64 rows of a 16-bit cache, 12 warps: O^T of 64 rows is too large for one
-// warpgroup's registers). DecodeSupport.cpp's isWarpgroupDecode mirrors this
-// rule; any other tiling selects mma.sync (warp_mma).
+// (12 warps: 64 rows of a 16-bit cache, as O^T of 64 rows is too large for
+// one warpgroup's registers; or 16 and 32 rows of fp8 q on an fp8 cache,
+// the consumers taking tiles in turn). DecodeSupport.cpp's
+// isWarpgroupDecode mirrors this rule; any other tiling selects mma.sync
+// (warp_mma).
 #if MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
 constexpr bool kWarpgroupDecode = kTileK == 64 && kStages >= 2 &&
                                   ((kHeadsPerBlock <= 32 && kNumWarps == 8) ||
-                                   (kHeadsPerBlock == 64 && kNumWarps == 12 && !kCacheFP8));
+                                   (kHeadsPerBlock == 64 && kNumWarps == 12 && !kCacheFP8) ||
+                                   (kHeadsPerBlock <= 32 && kNumWarps == 12 && kQueryFP8));
 #else
 constexpr bool kWarpgroupDecode = false;
 #endif
@@ -872,7 +875,12 @@ namespace warpgroup_mma {
 using sm90::u64;
 
 constexpr int kRowsN = kHeadsPerBlock;
-constexpr int kConsumers = kRowsN == 64 ? 2 : 1;
+// fp8 operands on 12 warps: two consume_fp8 consumers over alternate tiles
+// (consumer c takes tiles c, c + 2, ...; its own P slab, row floats and
+// named barrier), merged by their row maxima at the end: one consumer's
+// products then run under the other's softmax.
+constexpr bool kPairedTiles = kRowsN <= 32 && kNumWarps == 12;
+constexpr int kConsumers = kRowsN == 64 || kPairedTiles ? 2 : 1;
 constexpr int kConsumerThreads = 128 * kConsumers;
 constexpr int kSlabs = kHeadDimQK / 64;      // 9 slabs of 64 columns; V is the first 8
 constexpr int kVSlabs = kHeadDimV / 64;
@@ -882,14 +890,16 @@ constexpr int kQSlabBytes = kRowsN * 128;    // [rows][128 bytes]
 // it is stored (wgmma k32), so Q and the tiles land raw, a slab holding 128
 // columns (576 = 4.5 slabs, the last half used); P goes as e4m3 too.
 constexpr bool kFP8Operands = kCacheFP8 && kQueryFP8;
+static_assert(!kPairedTiles || kFP8Operands, "paired consumers multiply fp8 operands");
 constexpr int kStageSlabs = kFP8Operands ? ceil_div(kHeadDimQK, 128) : kSlabs;
 constexpr int kStageBytes = kStageSlabs * kSlabBytes;
 constexpr int kQBytes = kStageSlabs * kQSlabBytes;
 constexpr int kPBytes = kRowsN * 128; // [rows][64 keys]
+constexpr int kPSlabs = kPairedTiles ? 2 : 1; // one P slab per consumer of its own tiles
 constexpr int kOutStride = kHeadDimV + 4; // fp32 staging of O, conflict-free writes
 // Two consumers release a stage in two halves: slabs 0..3 (V's columns
 // 0..255, consumer 0's) and 4..8 (V's columns 256..511 and K's last 64).
-constexpr bool kSplitStages = kConsumers == 2;
+constexpr bool kSplitStages = kRowsN == 64;
 // q_full, then per stage its full barriers (one per slab for split stages,
 // so that S starts on the first slabs while the rest stream in) and its
 // empty barriers (one per half for split stages).
@@ -897,14 +907,16 @@ constexpr int kFullPerStage = kSplitStages ? kSlabs : 1;
 constexpr int kEmptyPerStage = kSplitStages ? 2 : 1;
 constexpr int kNumBarriers = 1 + (kFullPerStage + kEmptyPerStage) * kStages;
 // Six floats a row: one consumer's per-warp row maxima (at the end, row
-// sums) and row totals; consume_rows's maxima, rescale factors and sums.
-constexpr int kRowFloats = 6 * kRowsN;
+// sums), row maxima and row totals (paired consumers: each its own);
+// consume_rows's maxima, rescale factors and sums.
+constexpr int kConsumerRowFloats = 6 * kRowsN;
+constexpr int kRowFloats = kConsumerRowFloats * kPSlabs;
 // 1024 bytes of alignment slack (the dynamic shared base is only 16-byte
 // aligned), Q, the stages, P, row floats, barriers. DecodeSupport.cpp's
 // getDecodeSharedBytes has the same sum. P's rounding residue (one-tile
 // items) lives in stage 1, which such items never load.
 constexpr int kSharedBytesUsed =
-    1024 + kQBytes + kStages * kStageBytes + kPBytes + 4 * kRowFloats + 8 * kNumBarriers;
+    1024 + kQBytes + kStages * kStageBytes + kPSlabs * kPBytes + 4 * kRowFloats + 8 * kNumBarriers;
 static_assert(!kWarpgroupDecode || kSharedBytesUsed <= kSharedBytes, "tiles exceed kSharedBytes");
 static_assert(!kWarpgroupDecode || kRowsN * kOutStride * 4 <= kStages * kStageBytes,
               "O staging fits the stage buffers");
@@ -915,7 +927,10 @@ typedef sm90::Wgmma<MmaElem, kRowsN> WgmmaO;
 // Named barriers (0 is the block's): 1 for one consumer's warps; with two,
 // kBarOut (both consumers' products done, row sums written) and the
 // hand-overs of consume_rows.
-enum { kBarOut = 6, kBarScale0 = 7, kBarScale1 = 8, kBarPa = 9, kBarPb = 10 };
+// Paired consumers: 1 + c for consumer c's warps, kBarPair (both
+// consumers' row maxima and totals published) and kBarHanded (consumer 1's
+// share of O staged).
+enum { kBarPair = 3, kBarHanded = 4, kBarOut = 6, kBarScale0 = 7, kBarScale1 = 8, kBarPa = 9, kBarPb = 10 };
 
 struct Layout {
   u32 q, kv, p;
@@ -1241,7 +1256,7 @@ MLAGEN_DEVICE int q_row_of(int hd, int quad) { return 8 * (hd / 2) + 2 * quad + 
 // item), then this warp's maxima of its 16 keys per q row, then the
 // consumer's 4 warps' through `red`; updates the rows' states and gives
 // each row's rescale factor and exp2 base.
-MLAGEN_DEVICE void mask_and_update(float (&s)[kRowsN / 2], const Job &job, int k0, float *red,
+MLAGEN_DEVICE void mask_and_update(float (&s)[kRowsN / 2], const Job &job, int k0, float *red, int bar,
                                    RowState (&rows)[kRowsN / 4], float (&alpha)[kRowsN / 4],
                                    float (&base)[kRowsN / 4], int warp, int lane) {
   constexpr int kHd = kRowsN / 4;
@@ -1268,7 +1283,7 @@ MLAGEN_DEVICE void mask_and_update(float (&s)[kRowsN / 2], const Job &job, int k
     if (group == 0)
       red[warp * kRowsN + q_row_of(hd, quad)] = m[hd];
   }
-  sm90::named_barrier_sync(1, 128); // maxima visible
+  sm90::named_barrier_sync(bar, 128); // maxima visible
 #pragma unroll
   for (int hd = 0; hd < kHd; ++hd) {
     const int r = q_row_of(hd, quad);
@@ -1279,16 +1294,14 @@ MLAGEN_DEVICE void mask_and_update(float (&s)[kRowsN / 2], const Job &job, int k
 }
 
 // One consumer's row sums: this thread's keys, the warp's, then the 4 warps
-// in warp order (the result does not depend on timing), into lay.total;
-// the LSE out. Every warp read the last tile's maxima before the last P
-// barrier, so their slots are free. Returns once the totals are visible
-// and every warp's products are done (the stage buffers are free).
-MLAGEN_DEVICE void finish_rows(const Job &job, const Output &output, const Layout &lay, const RowState (&rows)[kRowsN / 4],
-                               int warp, int lane) {
+// in warp order (the result does not depend on timing), into total (for
+// warp 0's group 0). Every warp read the last tile's maxima before the last
+// P barrier, so their slots in red are free.
+MLAGEN_DEVICE void row_totals(float *red, float *total, int bar, const RowState (&rows)[kRowsN / 4], int warp,
+                              int lane) {
   constexpr int kHd = kRowsN / 4;
   const int group = lane / 4;
   const int quad = lane % 4;
-  float *const red = lay.red;
 #pragma unroll
   for (int hd = 0; hd < kHd; ++hd) {
     float sum = rows[hd].sum;
@@ -1298,15 +1311,30 @@ MLAGEN_DEVICE void finish_rows(const Job &job, const Output &output, const Layou
     if (group == 0)
       red[warp * kRowsN + q_row_of(hd, quad)] = sum;
   }
-  sm90::named_barrier_sync(1, 128);
+  sm90::named_barrier_sync(bar, 128);
   if (warp == 0 && group == 0) {
 #pragma unroll
     for (int hd = 0; hd < kHd; ++hd) {
       const int r = q_row_of(hd, quad);
-      const float total = red[r] + red[kRowsN + r] + red[2 * kRowsN + r] + red[3 * kRowsN + r];
-      lay.total[r] = total;
+      total[r] = red[r] + red[kRowsN + r] + red[2 * kRowsN + r] + red[3 * kRowsN + r];
+    }
+  }
+}
+
+// One consumer's row totals into lay.total, the LSE out. Returns once the
+// totals are visible and every warp's products are done (the stage buffers
+// are free).
+MLAGEN_DEVICE void finish_rows(const Job &job, const Output &output, const Layout &lay, const RowState (&rows)[kRowsN / 4],
+                               int warp, int lane) {
+  const int group = lane / 4;
+  const int quad = lane % 4;
+  row_totals(lay.red, lay.total, 1, rows, warp, lane);
+  if (warp == 0 && group == 0) {
+#pragma unroll
+    for (int hd = 0; hd < kRowsN / 4; ++hd) {
+      const int r = q_row_of(hd, quad);
       if (is_real_row(job.row0 + r))
-        output.store_lse(job.row0 + r, rows[hd].lse(total));
+        output.store_lse(job.row0 + r, rows[hd].lse(lay.total[r]));
     }
   }
   sm90::named_barrier_sync(1, 128);
@@ -1391,7 +1419,7 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
     add_chains(s, chains);
 
     float alpha[kHd], base[kHd];
-    mask_and_update(s, job, k0, lay.red, rows, alpha, base, warp, lane);
+    mask_and_update(s, job, k0, lay.red, 1, rows, alpha, base, warp, lane);
     // P into its slab: element (q row r, key k) at row r, chunk k / 8,
     // 2-byte lane k % 8. Rows r and r + 1 (e and e + 1) share a key.
 #pragma unroll
@@ -1486,17 +1514,85 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
 //     is P's byte 4 (k % 8 / 2) + k % 2 + 2 (k / 8)); the stage is free once
 //     the last fragments are loaded, the products waited for before the
 //     next tile.
+// Paired (kPairedTiles): `consumer` takes tiles consumer, consumer + 2, ...
+// and `merge_pair` joins the two at the end.
 constexpr float kPScale = 256.0f;
 typedef sm90::WgmmaFP8<kRowsN> WgmmaE4M3;
 
+// Paired consumers' O: both publish their row maxima and totals, rescale
+// their O^T to the larger maximum over the joint total; consumer 1 stages
+// its share, consumer 0 adds its own (mine + theirs: the sum does not
+// depend on timing), writes the LSE and the rows.
+template <int consumer>
+MLAGEN_DEVICE void merge_pair(const Job &job, const Output &output, const Layout &lay,
+                              RowState (&rows)[kRowsN / 4], const float (&o)[kVSlabs][kRowsN / 2], int warp,
+                              int lane, float *staged) {
+  constexpr int kHd = kRowsN / 4;
+  const int group = lane / 4;
+  const int quad = lane % 4;
+  float *const red = lay.red + consumer * kConsumerRowFloats;
+  float *const total = red + 5 * kRowsN, *const maxima = red + 4 * kRowsN;
+  row_totals(red, total, 1 + consumer, rows, warp, lane);
+  if (warp == 0 && group == 0)
+#pragma unroll
+    for (int hd = 0; hd < kHd; ++hd)
+      maxima[q_row_of(hd, quad)] = rows[hd].max;
+  // Both consumers' rows published, every product of both done: the stage
+  // buffers are free for the staging of O.
+  sm90::named_barrier_sync(kBarPair, 256);
+  float scale[kHd];
+#pragma unroll
+  for (int hd = 0; hd < kHd; ++hd) {
+    const int r = q_row_of(hd, quad);
+    const float m0 = lay.red[4 * kRowsN + r], m1 = lay.red[kConsumerRowFloats + 4 * kRowsN + r];
+    const float t0 = lay.red[5 * kRowsN + r], t1 = lay.red[kConsumerRowFloats + 5 * kRowsN + r];
+    const float joint = max_float(m0, m1);
+    const float shift = joint == kNegInf ? 0.0f : joint;
+    const float f0 = exp2_approx(m0 - shift), f1 = exp2_approx(m1 - shift);
+    const float sum = t0 * f0 + t1 * f1;
+    scale[hd] = RowState::output_scale(sum) * (consumer == 0 ? f0 : f1) * (job.v_scale / kPScale);
+    rows[hd].max = joint;
+    if (consumer == 0 && warp == 0 && group == 0 && is_real_row(job.row0 + r))
+      output.store_lse(job.row0 + r, rows[hd].lse(sum));
+  }
+  if (consumer == 0)
+    sm90::named_barrier_sync(kBarHanded, 256);
+#pragma unroll
+  for (int hd = 0; hd < kHd; ++hd) {
+    const int r = q_row_of(hd, quad);
+    const int e0 = 4 * (hd / 2) + hd % 2;
+#pragma unroll
+    for (int c = 0; c < kVSlabs; ++c) {
+      Float2 *const at = reinterpret_cast<Float2 *>(staged + r * kOutStride + 64 * c + 16 * warp + 2 * group);
+      Float2 pair = {o[c][e0] * scale[hd], o[c][e0 + 2] * scale[hd]};
+      if (consumer == 0) {
+        const Float2 theirs = *at;
+        pair.x += theirs.x;
+        pair.y += theirs.y;
+      }
+      *at = pair;
+    }
+  }
+  if (consumer == 1) {
+    sm90::named_barrier_arrive(kBarHanded, 256);
+    return;
+  }
+  write_staged(job, output, staged, warp, lane);
+}
+
+template <int consumer>
 MLAGEN_DEVICE void consume_fp8(const Job &job, const Output &output, const Layout &lay, int num_tiles, int warp,
                                int lane, float *staged) {
   constexpr int kHd = kRowsN / 4; // q rows a thread sees
   constexpr int kGroups = kRowsN / 8; // 8-column groups of an accumulator
+  constexpr int kStep = kPairedTiles ? 2 : 1;
+  constexpr int bar = 1 + consumer;
   const int group = lane / 4;
   const int quad = lane % 4;
+  const u32 p_slab = lay.p + consumer * kPBytes;
+  float *const red = lay.red + consumer * kConsumerRowFloats;
   const u64 q_desc = sm90::smem_desc_sw128(lay.q, 16);
-  const u64 p_desc = sm90::smem_desc_sw128(lay.p, 16);
+  const u64 p_desc = sm90::smem_desc_sw128(p_slab, 16);
   float o[kVSlabs][kRowsN / 2];
 #pragma unroll
   for (int c = 0; c < kVSlabs; ++c)
@@ -1504,13 +1600,16 @@ MLAGEN_DEVICE void consume_fp8(const Job &job, const Output &output, const Layou
     for (int i = 0; i < kRowsN / 2; ++i)
       o[c][i] = 0.0f;
   RowState rows[kHd];
-  // V^T fragments of half the 64-column chunks (chunk % 4), k-step.
-  constexpr int kVChunks = kVSlabs / 2;
+  // V^T fragments of a part of the 64-column chunks (chunk % kVChunks),
+  // k-step: halves, or quarters for paired consumers of 32 rows (whose O^T
+  // is 128 registers of the 224 they hold).
+  constexpr int kVParts = kPairedTiles && kRowsN == 32 ? 4 : 2;
+  constexpr int kVChunks = kVSlabs / kVParts;
   u32 v[kVChunks][2][4] = {};
 
   if (num_tiles > 0)
     sm90::mbarrier_wait(lay.q_full(), 0);
-  for (int it = 0; it < num_tiles; ++it) {
+  for (int it = consumer; it < num_tiles; it += kStep) {
     const int k0 = job.key_begin + it * kTileK;
     const u32 stage = lay.stage(it);
     const u64 k_desc = sm90::smem_desc_sw128(stage, kSlabBytes);
@@ -1542,7 +1641,7 @@ MLAGEN_DEVICE void consume_fp8(const Job &job, const Output &output, const Layou
     add_chains(s, chains);
 
     float alpha[kHd], base[kHd];
-    mask_and_update(s, job, k0, lay.red, rows, alpha, base, warp, lane);
+    mask_and_update(s, job, k0, red, bar, rows, alpha, base, warp, lane);
     // P: this thread's keys 16 w + g (+ 8) sit at slots 16 w + 4 (g / 2) +
     // g % 2 (+ 2) of rows 8 j + 2 quad + {0, 1}. Lanes g and g ^ 1 swap
     // halves so that each stores whole words: even g the rows 8 j + 2 quad,
@@ -1578,12 +1677,12 @@ MLAGEN_DEVICE void consume_fp8(const Job &job, const Output &output, const Layou
         // Bytes: even g's key, odd g's key, even g's key + 8, odd g's.
         const u32 sel = mine == 0 ? (jj == 0 ? 0x5140 : 0x7362) : (jj == 0 ? 0x1504 : 0x3726);
         const int row = 8 * (2 * w + jj) + 2 * quad + mine;
-        store_shared_u32(lay.p + swizzled(row, at / 16) + at % 16, __byte_perm(keep_hi[w], got_hi, sel));
-        store_shared_u32(lay.p + swizzled(row, 4 + at / 16) + at % 16, __byte_perm(keep_lo[w], got_lo, sel));
+        store_shared_u32(p_slab + swizzled(row, at / 16) + at % 16, __byte_perm(keep_hi[w], got_hi, sel));
+        store_shared_u32(p_slab + swizzled(row, 4 + at / 16) + at % 16, __byte_perm(keep_lo[w], got_lo, sel));
       }
     }
-    sm90::fence_proxy_async();        // P is read by wgmma (the async proxy)
-    sm90::named_barrier_sync(1, 128); // P visible
+    sm90::fence_proxy_async();          // P is read by wgmma (the async proxy)
+    sm90::named_barrier_sync(bar, 128); // P visible
 
     bool settled = true;
 #pragma unroll
@@ -1598,12 +1697,12 @@ MLAGEN_DEVICE void consume_fp8(const Job &job, const Output &output, const Layou
     }
     sm90::fence_array(o);
     // V^T after the softmax (loading it under S^T ran slower on the H200,
-    // B128 104 against 98 us), half of the chunks at a time into the same
-    // registers, each half's products done before the next half's
+    // B128 104 against 98 us), a part of the chunks at a time into the same
+    // registers, each part's products done before the next part's
     // fragments overwrite them.
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      if (half == 1) {
+    for (int half = 0; half < kVParts; ++half) {
+      if (half > 0) {
         sm90::wgmma_commit();
         sm90::wgmma_wait<0>();
         sm90::fence_array(o);
@@ -1612,7 +1711,7 @@ MLAGEN_DEVICE void consume_fp8(const Job &job, const Output &output, const Layou
 #pragma unroll
       for (int c = kVChunks * half; c < kVChunks * (half + 1); ++c)
         load_chunk(c);
-      if (half == 1 && lane == 0)
+      if (half == kVParts - 1 && lane == 0)
         sm90::mbarrier_arrive(lay.empty(it % kStages)); // K and V read: the buffer may refill
       sm90::fence_array(v);
       sm90::wgmma_fence();
@@ -1632,6 +1731,10 @@ MLAGEN_DEVICE void consume_fp8(const Job &job, const Output &output, const Layou
     sm90::fence_array(v);
   }
 
+  if (kPairedTiles) {
+    merge_pair<consumer>(job, output, lay, rows, o, warp, lane, staged);
+    return;
+  }
   finish_rows(job, output, lay, rows, warp, lane);
   // O^T, normalised (P carried kPScale): o[c][4 j + e] is q row 8 j + 2
   // quad + e % 2, column 64 c + 16 w + 2 g + e / 2.
@@ -2041,9 +2144,9 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
   lay.q = base;
   lay.kv = lay.q + kQBytes;
   lay.p = lay.kv + kStages * kStageBytes;
-  lay.red = reinterpret_cast<float *>(aligned + (lay.p + kPBytes - base) / 2);
+  lay.red = reinterpret_cast<float *>(aligned + (lay.p + kPSlabs * kPBytes - base) / 2);
   lay.total = lay.red + 5 * kRowsN;
-  lay.bars = lay.p + kPBytes + 4 * kRowFloats;
+  lay.bars = lay.p + kPSlabs * kPBytes + 4 * kRowFloats;
   float *const staged = reinterpret_cast<float *>(aligned + (lay.kv - base) / 2);
 
   const int tid = thread_index();
@@ -2090,7 +2193,7 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
   if (kConsumers > 1)
     sm90::setmaxnreg_inc<224>();
   const int warp = tid / 32 % 4, lane = tid % 32;
-  if constexpr (kConsumers > 1) {
+  if constexpr (kSplitStages) {
     auto run = [&](auto slab_barriers) {
       constexpr bool kSlab = decltype(slab_barriers)::value;
       if (tid >= 128) // the second consumer
@@ -2105,7 +2208,10 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
     else
       run(BoolConstant<false>());
   } else if constexpr (kFP8Operands) {
-    consume_fp8(job, output, lay, num_tiles, warp, lane, staged);
+    if (kPairedTiles && tid >= 128)
+      consume_fp8<1>(job, output, lay, num_tiles, warp, lane, staged);
+    else
+      consume_fp8<0>(job, output, lay, num_tiles, warp, lane, staged);
   } else {
     num_tiles == 1 ? consume<true>(job, output, lay, num_tiles, warp, lane, staged)
                    : consume<false>(job, output, lay, num_tiles, warp, lane, staged);

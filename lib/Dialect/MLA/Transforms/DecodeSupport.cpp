@@ -49,7 +49,8 @@ bool mlagen::mla::isWarpgroupDecode(DecodeOp op, DecodeTilingAttr tiling,
   return target.arch == Arch::SM90A && tiling.getTileK() == 64 &&
          tiling.getStages() >= 2 &&
          ((rows <= 32 && warps == 8) ||
-          (rows == 64 && warps == 12 && op.getKvType() != DType::F8E4M3));
+          (rows == 64 && warps == 12 && op.getKvType() != DType::F8E4M3) ||
+          (rows <= 32 && warps == 12 && isFP8OperandDecode(op)));
 }
 
 bool mlagen::mla::isFP8OperandDecode(DecodeOp op) {
@@ -68,12 +69,15 @@ int64_t mlagen::mla::getDecodeSharedBytes(DecodeOp op, DecodeTilingAttr tiling,
     // barriers (with 64 rows, one full barrier per 64-column slab and one
     // empty barrier per half, as two consumers free the halves).
     // fp8 q with an fp8 cache: Q and the tiles stay e4m3, in slabs of 128
-    // columns (the last one half used), and P is e4m3 plus its residue.
+    // columns (the last one half used), and P is e4m3 plus its residue; on
+    // 12 warps two consumers take tiles in turn, each with its own P and
+    // row floats.
     const int64_t qkSlabs = dqk / 64;
     if (isFP8OperandDecode(op)) {
       const int64_t slabBytes = 128 * ((dqk + 127) / 128);
-      return 1024 + slabBytes * (rows + stages * tileK) + 128 * rows +
-             4 * 6 * rows + 8 * (1 + 2 * stages);
+      const int64_t consumers = warps == 12 ? 2 : 1;
+      return 1024 + slabBytes * (rows + stages * tileK) +
+             consumers * (128 * rows + 4 * 6 * rows) + 8 * (1 + 2 * stages);
     }
     return 1024 + 2 * (rows * dqk + stages * tileK * dqk + rows * tileK) +
            4 * 6 * rows + 8 * (1 + (rows == 64 ? qkSlabs + 2 : 2) * stages);
