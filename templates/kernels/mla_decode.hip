@@ -869,7 +869,9 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
 // streams in while this one is multiplied. Every matrix operand is read
 // from shared memory by the tensor cores: no ldmatrix, and Q is never
 // reloaded per warp. 64 rows fill wgmma's M: two consumers with Q as M,
-// taking tiles in turn (`consume_rows`).
+// taking tiles in turn (`consume_rows`). fp8 q on an fp8 cache multiplies
+// e4m3 with keys as M (`consume_fp8`), on one consumer or, with 12 warps,
+// two taking tiles in turn.
 namespace warpgroup_mma {
 
 using sm90::u64;
@@ -886,7 +888,7 @@ constexpr int kSlabs = kHeadDimQK / 64;      // 9 slabs of 64 columns; V is the 
 constexpr int kVSlabs = kHeadDimV / 64;
 constexpr int kSlabBytes = kTileK * 128;     // [64 keys][128 bytes]
 constexpr int kQSlabBytes = kRowsN * 128;    // [rows][128 bytes]
-// fp8 q with an fp8 cache (one consumer): the tensor cores multiply e4m3 as
+// fp8 q with an fp8 cache (consume_fp8): the tensor cores multiply e4m3 as
 // it is stored (wgmma k32), so Q and the tiles land raw, a slab holding 128
 // columns (576 = 4.5 slabs, the last half used); P goes as e4m3 too.
 constexpr bool kFP8Operands = kCacheFP8 && kQueryFP8;
@@ -897,8 +899,9 @@ constexpr int kQBytes = kStageSlabs * kQSlabBytes;
 constexpr int kPBytes = kRowsN * 128; // [rows][64 keys]
 constexpr int kPSlabs = kPairedTiles ? 2 : 1; // one P slab per consumer of its own tiles
 constexpr int kOutStride = kHeadDimV + 4; // fp32 staging of O, conflict-free writes
-// Two consumers release a stage in two halves: slabs 0..3 (V's columns
-// 0..255, consumer 0's) and 4..8 (V's columns 256..511 and K's last 64).
+// 64 rows (consume_rows) release a stage in two halves: slabs 0..3 (V's
+// columns 0..255, consumer 0's) and 4..8 (V's columns 256..511 and K's
+// last 64).
 constexpr bool kSplitStages = kRowsN == 64;
 // q_full, then per stage its full barriers (one per slab for split stages,
 // so that S starts on the first slabs while the rest stream in) and its
@@ -924,8 +927,8 @@ static_assert(kHeadDimQK % 64 == 0 && kHeadDimV % 64 == 0, "whole 64-column slab
 typedef sm90::Wgmma<MmaElem, kRowsN> WgmmaS;
 typedef sm90::Wgmma<MmaElem, kRowsN> WgmmaO;
 
-// Named barriers (0 is the block's): 1 for one consumer's warps; with two,
-// kBarOut (both consumers' products done, row sums written) and the
+// Named barriers (0 is the block's): 1 for one consumer's warps; with 64
+// rows, kBarOut (both consumers' products done, row sums written) and the
 // hand-overs of consume_rows.
 // Paired consumers: 1 + c for consumer c's warps, kBarPair (both
 // consumers' row maxima and totals published) and kBarHanded (consumer 1's
@@ -934,9 +937,11 @@ enum { kBarPair = 3, kBarHanded = 4, kBarOut = 6, kBarScale0 = 7, kBarScale1 = 8
 
 struct Layout {
   u32 q, kv, p;
-  float *red;   // one consumer: [warp][kSRows] row maxima per tile, row sums at the end;
-                // two: consume_rows's row maxima, rescale factors and row sums
-  float *total; // [kRowsN]: row sums at the end (one consumer)
+  float *red;   // one consumer: [warp][kRowsN] row maxima per tile, row sums at the end,
+                // then [kRowsN] row maxima (paired) and totals; paired consumers: one such
+                // block of kConsumerRowFloats each; consume_rows: its row maxima, rescale
+                // factors and row sums
+  float *total; // [kRowsN]: row sums at the end (`consume`, consume_fp8's consumer 0)
   u32 bars;
   MLAGEN_DEVICE u32 q_full() const { return bars; }
   MLAGEN_DEVICE u32 full(int stage, int slab = 0) const { return bars + 8 * (1 + stage * kFullPerStage + slab); }
@@ -1497,7 +1502,7 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
   write_staged(job, output, staged, warp, lane);
 }
 
-// fp8 operands (kFP8Operands), one consumer. Per tile:
+// fp8 operands (kFP8Operands), each consumer. Per tile:
 //   S^T [64 keys x N] = K Q^T: e4m3 wgmma from the raw slabs (18 k-steps
 //     over kSChains accumulators);
 //   softmax as `consume`; P (times 256, so that no p of interest is an e4m3
@@ -1609,6 +1614,9 @@ MLAGEN_DEVICE void consume_fp8(const Job &job, const Output &output, const Layou
 
   if (num_tiles > 0)
     sm90::mbarrier_wait(lay.q_full(), 0);
+  // Paired, tile it - kStages may be the other consumer's: waiting on the
+  // parity of it's phase is sound because the producer completes the full
+  // barriers in tile order and this consumer has waited on tile it - 2.
   for (int it = consumer; it < num_tiles; it += kStep) {
     const int k0 = job.key_begin + it * kTileK;
     const u32 stage = lay.stage(it);
@@ -2166,9 +2174,10 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
   }
   block_barrier();
   const int num_tiles = ceil_div(job.block_end - job.key_begin, kTileK);
-  // Two consumers: the producer hands registers to them (O^T is 128 a
-  // thread). The block holds 168 a thread (65536 / 384, rounded down to 8):
-  // 56 + 2 x 224 <= 3 x 168, else setmaxnreg.inc waits forever.
+  // Two consumers: the producer hands registers to them (64 rows: O^T is
+  // 128 a thread; paired fp8 consumers of 32 rows too). The block holds 168
+  // a thread (65536 / 384, rounded down to 8): 56 + 2 x 224 <= 3 x 168,
+  // else setmaxnreg.inc waits forever.
   if (tid >= kConsumerThreads) {
     if (kConsumers > 1)
       sm90::setmaxnreg_dec<56>();

@@ -113,16 +113,16 @@ LogicalResult mlagen::mla::checkDecodeTiling(DecodeOp op,
   // The reduce gives each q row 128 threads; the V columns split evenly
   // over warps in 16-column MMA tiles; row tiles and warps are powers of
   // two so the score tile splits evenly too.
-  // sm_90a's 64-row wgmma kernel has 12 (two consumer warpgroups and a
-  // producer).
+  // sm_90a's two-consumer wgmma kernels have 12 (two consumer warpgroups
+  // and a producer).
   if (!isWarpgroupDecode(op, tiling, target) &&
       (threads % 128 != 0 || llvm::popcount(uint32_t(warps)) != 1 ||
        warps > 32))
     return op.emitOpError()
            << "'tiling' warps (" << warps
            << ") must be a power of two up to 32 giving a multiple of 128 "
-              "threads (or 12 for sm_90a's wgmma kernel: 64 rows, tile_k "
-              "64, a 16-bit cache)";
+              "threads (or 12 for sm_90a's wgmma kernels: tile_k 64 and "
+              "64 rows of a 16-bit cache, or fp8 q on an fp8 cache)";
   // Whole 16-row MMA tiles, a power of two of them that the warps split
   // evenly; the kernel is built and checked for 1, 2 and 4.
   const int32_t headsPerBlock = tiling.getHeadsPerBlock();
