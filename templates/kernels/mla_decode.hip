@@ -1524,6 +1524,32 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
 constexpr float kPScale = 256.0f;
 typedef sm90::WgmmaFP8<kRowsN> WgmmaE4M3;
 
+// A consume_fp8 consumer's O^T times each row's scale into the fp32
+// staging (added to what is staged there with kAdd): o[c][4 j + e] is q row
+// 8 j + 2 quad + e % 2, column 64 c + 16 w + 2 g + e / 2.
+template <bool kAdd>
+MLAGEN_DEVICE void stage_fp8_rows(const float (&o)[kVSlabs][kRowsN / 2], const float (&scale)[kRowsN / 4],
+                                  float *staged, int warp, int lane) {
+  const int group = lane / 4;
+  const int quad = lane % 4;
+#pragma unroll
+  for (int hd = 0; hd < kRowsN / 4; ++hd) {
+    const int r = q_row_of(hd, quad);
+    const int e0 = 4 * (hd / 2) + hd % 2;
+#pragma unroll
+    for (int c = 0; c < kVSlabs; ++c) {
+      Float2 *const at = reinterpret_cast<Float2 *>(staged + r * kOutStride + 64 * c + 16 * warp + 2 * group);
+      Float2 pair = {o[c][e0] * scale[hd], o[c][e0 + 2] * scale[hd]};
+      if (kAdd) {
+        const Float2 staged_pair = *at;
+        pair.x += staged_pair.x;
+        pair.y += staged_pair.y;
+      }
+      *at = pair;
+    }
+  }
+}
+
 // Paired consumers' O: both publish their row maxima and totals, rescale
 // their O^T to the larger maximum over the joint total; consumer 1 stages
 // its share, consumer 0 adds its own (mine + theirs: the sum does not
@@ -1560,28 +1586,13 @@ MLAGEN_DEVICE void merge_pair(const Job &job, const Output &output, const Layout
     if (consumer == 0 && warp == 0 && group == 0 && is_real_row(job.row0 + r))
       output.store_lse(job.row0 + r, rows[hd].lse(sum));
   }
-  if (consumer == 0)
-    sm90::named_barrier_sync(kBarHanded, 256);
-#pragma unroll
-  for (int hd = 0; hd < kHd; ++hd) {
-    const int r = q_row_of(hd, quad);
-    const int e0 = 4 * (hd / 2) + hd % 2;
-#pragma unroll
-    for (int c = 0; c < kVSlabs; ++c) {
-      Float2 *const at = reinterpret_cast<Float2 *>(staged + r * kOutStride + 64 * c + 16 * warp + 2 * group);
-      Float2 pair = {o[c][e0] * scale[hd], o[c][e0 + 2] * scale[hd]};
-      if (consumer == 0) {
-        const Float2 theirs = *at;
-        pair.x += theirs.x;
-        pair.y += theirs.y;
-      }
-      *at = pair;
-    }
-  }
   if (consumer == 1) {
+    stage_fp8_rows<false>(o, scale, staged, warp, lane);
     sm90::named_barrier_arrive(kBarHanded, 256);
     return;
   }
+  sm90::named_barrier_sync(kBarHanded, 256);
+  stage_fp8_rows<true>(o, scale, staged, warp, lane);
   write_staged(job, output, staged, warp, lane);
 }
 
@@ -1744,19 +1755,12 @@ MLAGEN_DEVICE void consume_fp8(const Job &job, const Output &output, const Layou
     return;
   }
   finish_rows(job, output, lay, rows, warp, lane);
-  // O^T, normalised (P carried kPScale): o[c][4 j + e] is q row 8 j + 2
-  // quad + e % 2, column 64 c + 16 w + 2 g + e / 2.
+  // O^T, normalised (P carried kPScale).
+  float scale[kHd];
 #pragma unroll
-  for (int hd = 0; hd < kHd; ++hd) {
-    const int r = q_row_of(hd, quad);
-    const float scale = RowState::output_scale(lay.total[r]) * (job.v_scale / kPScale);
-    const int e0 = 4 * (hd / 2) + hd % 2;
-#pragma unroll
-    for (int c = 0; c < kVSlabs; ++c) {
-      const Float2 pair = {o[c][e0] * scale, o[c][e0 + 2] * scale};
-      *reinterpret_cast<Float2 *>(staged + r * kOutStride + 64 * c + 16 * warp + 2 * group) = pair;
-    }
-  }
+  for (int hd = 0; hd < kHd; ++hd)
+    scale[hd] = RowState::output_scale(lay.total[q_row_of(hd, quad)]) * (job.v_scale / kPScale);
+  stage_fp8_rows<false>(o, scale, staged, warp, lane);
   write_staged(job, output, staged, warp, lane);
 }
 
