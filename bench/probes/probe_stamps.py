@@ -8,16 +8,18 @@
 # carry/alt/stamps/, git checkout templates; run with MLAGEN_LIBRARY at it
 # (H16 shapes only: the stamps live past the partials of <= 146 slots).
 # SHAPES=BxS,... (default 128x4096,128x1024,64x4096,64x1024), CUDNN=64,16.
-import os, sys, torch, statistics
+import json, os, statistics, sys
+import torch
 sys.path.insert(0, "bench")
-from bench_decode import mlagen_decode, bench
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
+from bench_decode import cudnn_gqa_decode_GBps, mlagen_decode
 import mlagen
 rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
 flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+# Where stamps.patch writes, in floats of partial_out: 16 int64 a decode
+# block (up to 500 blocks), then 2 a reduce block (up to 2048).
 BASE = 1200000
-import json
+BLOCKS = BASE + 2 * 8000
+END = BLOCKS + 2 * 2048
 DUMP = {}
 def q(v):
     v = sorted(v)
@@ -28,12 +30,12 @@ def run(batch, seq, fp8, runs=7):
     for _ in range(5): fn()
     res = []
     for _ in range(runs):
-        po[BASE:BASE + 2 * 8000 + 2 * 2048].zero_()
+        po[BASE:END].zero_()
         flush.zero_()
         a = torch.cuda.Event(enable_timing=True); b = torch.cuda.Event(enable_timing=True)
         a.record(); fn(); b.record(); torch.cuda.synchronize()
-        st = po[BASE:BASE + 2 * 8000].view(torch.int64).view(-1, 16).cpu()
-        rd = po[BASE + 2 * 8000:BASE + 2 * 8000 + 2 * 2048].view(torch.int64).view(-1, 2).cpu()
+        st = po[BASE:BLOCKS].view(torch.int64).view(-1, 16).cpu()
+        rd = po[BLOCKS:END].view(torch.int64).view(-1, 2).cpu()
         res.append((a.elapsed_time(b) * 1e3, st, rd))
     tag = f"B{batch} S{seq} {'f8q' if fp8 else 'bf16'}"
     DUMP[tag] = [{"event_us": e, "blocks": s_.tolist(), "reduce": r_[r_[:, 1] > 0].tolist()} for e, s_, r_ in res]
@@ -73,11 +75,7 @@ json.dump(DUMP, open(os.path.join(os.environ.get("OUT", "/tmp"), "stamps.json"),
 for batch in [int(x) for x in os.environ.get('CUDNN', '64,16').split(',') if x]:
     out = []
     for seq in (1024, 2048, 4096, 8192):
-        qq = torch.randn(batch, 32, 1, 128, device="cuda", dtype=torch.bfloat16)
-        k = torch.randn(batch, 8, seq, 128, device="cuda", dtype=torch.bfloat16)
-        v = torch.randn_like(k)
-        with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
-            us = bench(lambda: F.scaled_dot_product_attention(qq, k, v, enable_gqa=True)) * 1e3
-        out.append(f"S{seq} {us:.1f} us ({2 * k.numel() * 2 / 1e6:.0f} MB)")
-        del k, v
+        mb = 2 * batch * 8 * seq * 128 * 2 / 1e6  # K and V, 8 heads of 128
+        us = mb / cudnn_gqa_decode_GBps(batch, seq) * 1e3
+        out.append(f"S{seq} {us:.1f} us ({mb:.0f} MB)")
     print(f"cuDNN GQA B{batch}:", " | ".join(out), flush=True)
