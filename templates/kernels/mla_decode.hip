@@ -2053,9 +2053,6 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
       store_rows_p<kFewKeys>(lay.stage(a) + 8 * kSlabBytes, lay.residue(), s, alpha_b, row0, quad);
       sm90::fence_proxy_async(); // P_a is read by wgmma (the async proxy)
       sm90::named_barrier_arrive(kBarPa, kConsumerThreads);
-      sm90::wgmma_wait<0>();
-      sm90::fence_array(o);
-      sm90::fence_array(p);
       if (has_b) {
 #pragma unroll
         for (int r = 0; r < 2; ++r)
@@ -2135,9 +2132,8 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
       sm90::wgmma_commit();
       sm90::wgmma_wait<1>(); // P_b V_b (from registers) done
       sm90::fence_array(p);
-      if (has_b) {
+      if (has_b)
         free_half(b, 1, pages[1]);
-      }
       sm90::wgmma_wait<0>();
       sm90::fence_array(o);
       free_half(a, 1, pages[0]);
