@@ -19,6 +19,7 @@ B64 S4096 reference.
 import json
 import math
 import os
+import statistics
 
 import torch
 import torch.nn.functional as F
@@ -34,6 +35,34 @@ def bench(fn):
     fn()
     torch.cuda.synchronize()
     return do_bench(fn, warmup=25, rep=200, return_mode="median")
+
+
+_flush_buffer = None
+
+
+def flushed_us(fn, flush, reps=100):
+    """Median us of fn, each run after `flush`: "write" (do_bench's zero_ of
+    256 MB, which leaves L2 full of dirty lines), "read" (L2 left clean) or
+    "none". For the probes that ask what a flush charges a step."""
+    global _flush_buffer
+    if _flush_buffer is None:
+        _flush_buffer = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+    for _ in range(10):
+        fn()
+    ts = []
+    for _ in range(reps):
+        if flush == "write":
+            _flush_buffer.zero_()
+        elif flush == "read":
+            _flush_buffer.max()
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        ts.append((a, b))
+    torch.cuda.synchronize()
+    return statistics.median(a.elapsed_time(b) for a, b in ts) * 1e3
 
 
 def mlagen_decode(rt, arch, batch, heads, seq, fp8=False, fp8_q=False, num_sms=None):

@@ -1,25 +1,13 @@
 # Does do_bench's L2 flush (zero_ of 256 MB: L2 left full of dirty lines)
 # charge a write-back to the timed kernel? Times each op after a writing
 # flush, after a reading flush (L2 left clean) and with no flush.
-import os, sys, torch, statistics
+import os, sys, torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 sys.path.insert(0, "bench")
-from bench_decode import mlagen_decode
+from bench_decode import flushed_us, mlagen_decode
 import mlagen
 rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
-buf = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-def timed(fn, flush, reps=100):
-    for _ in range(10): fn()
-    ts = []
-    for _ in range(reps):
-        if flush == "write": buf.zero_()
-        elif flush == "read": buf.max()
-        a = torch.cuda.Event(enable_timing=True); b = torch.cuda.Event(enable_timing=True)
-        a.record(); fn(); b.record()
-        ts.append((a, b))
-    torch.cuda.synchronize()
-    return statistics.median(a.elapsed_time(b) for a, b in ts) * 1e3
 q = torch.randn(64, 32, 1, 128, device="cuda", dtype=torch.bfloat16)
 k = torch.randn(64, 8, 4096, 128, device="cuda", dtype=torch.bfloat16)
 v = torch.randn_like(k)
@@ -34,6 +22,6 @@ for r in range(2):
     for name, (fn, nbytes) in ops.items():
         out = []
         for flush in ("write", "read", "none"):
-            us = timed(fn, flush)
+            us = flushed_us(fn, flush)
             out.append(f"{flush} {us:.1f}us {nbytes/us/1e3:.0f}GB/s")
         print(name, " | ".join(out), flush=True)

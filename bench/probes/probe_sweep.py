@@ -2,22 +2,11 @@
 # fp8 q+kv, after do_bench's writing flush and after a reading one (L2 left
 # clean): the intercept of time over S is a step's fixed cost, the slope
 # its streaming rate.
-import os, sys, torch, statistics
+import os, sys, torch
 sys.path.insert(0, "bench")
-from bench_decode import mlagen_decode, bench
+from bench_decode import flushed_us, mlagen_decode, bench
 import mlagen
 rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
-buf = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-def read_flushed(fn, reps=100):
-    for _ in range(10): fn()
-    ts = []
-    for _ in range(reps):
-        buf.max()
-        a = torch.cuda.Event(enable_timing=True); b = torch.cuda.Event(enable_timing=True)
-        a.record(); fn(); b.record()
-        ts.append((a, b))
-    torch.cuda.synchronize()
-    return statistics.median(a.elapsed_time(b) for a, b in ts) * 1e3
 batches = [int(b) for b in os.environ.get("BATCHES", "128,64").split(",")]
 seqs = [int(s) for s in os.environ.get("SEQS", "1024,2048,4096,8192").split(",")]
 for batch in batches:
@@ -25,5 +14,5 @@ for batch in batches:
         out = []
         for name, fp8, fp8_q in (("bf16", False, False), ("f8q", True, True)):
             fn = mlagen_decode(rt, "sm_90a", batch, 16, seq, fp8, fp8_q)
-            out.append(f"{name} {bench(fn) * 1e3:.1f} / {read_flushed(fn):.1f}")
+            out.append(f"{name} {bench(fn) * 1e3:.1f} / {flushed_us(fn, 'read'):.1f}")
         print(f"{os.environ.get('NAME', '?')} B{batch} S{seq} (us, zero_ / read flush):", " | ".join(out), flush=True)

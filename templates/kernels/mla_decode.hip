@@ -1018,6 +1018,13 @@ MLAGEN_DEVICE void produce(const Job &job, const PagedCache &cache, const Layout
 // the cache (DecodeParams::kv_map; without one, `produce`).
 constexpr bool kBulkTiles = kSplitStages && kPageSize == kTileK && !kCacheFP8;
 
+// Whether tile it of the item is a whole page (one box per slab); else it
+// ends inside its page and goes by cp.async, zero-filled past the keys.
+MLAGEN_DEVICE bool fills_page(const Job &job, int it) {
+  const int k0 = job.key_begin + it * kTileK;
+  return k0 % kTileK == 0 && k0 + kTileK <= job.block_end;
+}
+
 // Two producer warps, one per half of a stage: lane 0 copies the first
 // kStages tiles' halves as one 64 x 64 box per slab, completing on the
 // slab's own full barrier. Later whole tiles are copied by the consumer
@@ -1041,7 +1048,7 @@ MLAGEN_DEVICE void produce_bulk(const Job &job, const PagedCache &cache, const v
   for (int it = 0; it < num_tiles; ++it) {
     const u32 dst = lay.stage(it);
     const int k0 = job.key_begin + it * kTileK;
-    const bool whole = k0 % kTileK == 0 && k0 + kTileK <= job.block_end;
+    const bool whole = fills_page(job, it);
     if (it >= kStages) {
       if (whole)
         continue;
@@ -1975,8 +1982,7 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
   int pages[2] = {0, 0};
   auto free_half = [&](int done, int half, int page) {
     const int it = done + 2;
-    const int k0 = job.key_begin + it * kTileK;
-    if (!kSlabBarriers || it >= num_tiles || k0 % kTileK != 0 || k0 + kTileK > job.block_end) {
+    if (!kSlabBarriers || it >= num_tiles || !fills_page(job, it)) {
       release(lay.empty(done % kStages, half));
       return;
     }
