@@ -225,7 +225,8 @@ MLAGEN_C_EXPORT int mlagen_decode_planner_sizes(
  * request, its q_len new tokens included; 0 <= batch <= max_batch) into
  * plan (host, plan_ints >= PLAN_INTS). *used_ints (may be NULL): the prefix
  * the kernels read; copy at least that many int32 to the device plan.
- * plan[1] is the plan's partial slot count: pass it as plan_slots. */
+ * plan[1] is the plan's partial slot count: pass it as plan_slots; plan[3]
+ * its requests merged inside clusters: pass it as plan_groups. */
 MLAGEN_C_EXPORT int mlagen_decode_plan(const mlagen_decode_planner *planner,
                                        const int32_t *seq_lens, int batch,
                                        int32_t *plan, size_t plan_ints,
@@ -246,8 +247,10 @@ MLAGEN_C_EXPORT int mlagen_decode_plan(const mlagen_decode_planner *planner,
  * caches ignore it (pass 1). plan_slots: the slot count of the plan in
  * device_plan (plan[1] of the host plan), or -1 if unknown; with 0 the
  * reduce, which would merge nothing, is not launched (unless the stream is
- * being captured into a graph, whose replays may meet other plans). Does
- * not wait for the GPU. */
+ * being captured into a graph, whose replays may meet other plans).
+ * plan_groups: plan[3] of the host plan, or -1 if unknown; with 0 the
+ * decode launches without thread-block clusters (same proviso). Does not
+ * wait for the GPU. */
 MLAGEN_C_EXPORT int
 mlagen_decode_run(const mlagen_decode_planner *planner, const void *q,
                   const void *kv_cache, void *out, float *lse,
@@ -255,7 +258,8 @@ mlagen_decode_run(const mlagen_decode_planner *planner, const void *q,
                   const int32_t *seq_lens, const int32_t *device_plan,
                   float *partial_out, float *partial_lse, int batch, int q_len,
                   int num_heads, const int64_t *strides, float softmax_scale,
-                  float q_scale, float kv_scale, int plan_slots, void *stream);
+                  float q_scale, float kv_scale, int plan_slots, int plan_groups,
+                  void *stream);
 
 /* One paged GQA decode step (templates/PAGED_DECODE_CONTRACT.md) on
  * `stream`: mlagen_paged_decode, then mlagen_paged_decode_reduce. The
@@ -298,7 +302,7 @@ MLAGEN_C_EXPORT int mlagen_decode_run_checked(
     float *partial_lse, int batch, int q_len, int num_heads,
     const int64_t *strides, float softmax_scale, float q_scale, float kv_scale,
     int32_t *error_flags, int64_t num_blocks, int max_pages, int plan_slots,
-    void *stream);
+    int plan_groups, void *stream);
 
 /* 0 when host_flags (a host copy of a checked decode's error_flags) hold no
  * error; else MLAGEN_INVALID_ARGUMENT (or the status code) with

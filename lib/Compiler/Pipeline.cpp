@@ -4,6 +4,9 @@
 #include "mlagen/Dialect/MLA/Transforms/Passes.h"
 #include "mlagen/Target/HIP/HIPEmitter.h"
 
+#include "DecodeSupport.h"
+#include "TargetTable.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
@@ -636,6 +639,8 @@ Status mlagen::generateHIP(const Signature &sig, GeneratedKernel &kernel) {
     kernel.tileQ = tiling.getHeadsPerBlock();
     kernel.tileK = tiling.getTileK();
     kernel.paddedHeads = tiling.getHeads();
+    kernel.clusterParts = static_cast<int>(mla::getDecodeClusterParts(
+        op, tiling, mla::getTargetInfo(*op.getArch())));
     kernel.extraEntries = {{reduce.getEntry().str(), reduce.getThreads(),
                             reduce.getSharedBytes(),
                             op.getReduceRowsPerBlock()}};

@@ -68,6 +68,17 @@ public:
     return true;
   }
 
+  // As integer(), but an absent field reads as `fallback` (a key newer than
+  // the format, which older bundles lack).
+  bool optionalInteger(const char *name, int64_t lo, int64_t hi,
+                       int64_t fallback, int64_t &out) {
+    if (!object_.contains(name)) {
+      out = fallback;
+      return true;
+    }
+    return integer(name, lo, hi, out);
+  }
+
   bool fail(const std::string &name, const std::string &what) {
     if (error_.empty())
       error_ = where_ + name + " " + what;
@@ -101,7 +112,7 @@ Status decodeKernel(const json &entry, size_t index, BundleKernelRecord &out) {
   FieldReader read(entry, where);
   std::string signature, arch;
   int64_t size = 0, threads = 0, shared = 0, tileQ = 0, tileK = 0,
-          paddedHeads = 0;
+          paddedHeads = 0, clusterParts = 1;
   CodeObject &code = out.code;
   bool ok = read.string("signature", signature) &&
             read.string("arch", arch) && read.string("file", out.file) &&
@@ -115,6 +126,7 @@ Status decodeKernel(const json &entry, size_t index, BundleKernelRecord &out) {
             read.integer("tile_q", 1, 1024, tileQ) &&
             read.integer("tile_k", 0, 1024, tileK) &&
             read.integer("padded_heads", 0, 65535, paddedHeads) &&
+            read.optionalInteger("cluster_parts", 1, 8, 1, clusterParts) &&
             read.string("cache_key", code.cacheKey) &&
             read.string("generator", code.generatorIdentity) &&
             read.string("compiler", code.compilerIdentity) &&
@@ -174,6 +186,7 @@ Status decodeKernel(const json &entry, size_t index, BundleKernelRecord &out) {
   code.tileQ = static_cast<int>(tileQ);
   code.tileK = static_cast<int>(tileK);
   code.paddedHeads = static_cast<int>(paddedHeads);
+  code.clusterParts = static_cast<int>(clusterParts);
   return Status::ok();
 }
 
@@ -202,6 +215,7 @@ std::string encodeBundleManifest(const BundleManifest &manifest) {
                        {"tile_q", code.tileQ},
                        {"tile_k", code.tileK},
                        {"padded_heads", code.paddedHeads},
+                       {"cluster_parts", code.clusterParts},
                        {"extra_entries", extras},
                        {"cache_key", code.cacheKey},
                        {"generator", code.generatorIdentity},

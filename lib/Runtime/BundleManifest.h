@@ -8,11 +8,15 @@
 //      "file": "<cache key>.cubin", "size": 41552, "xxh3_128": "<32 hex>",
 //      "entry": "mlagen_prefill", "threads_per_block": 256,
 //      "shared_bytes": 137216, "tile_q": 128, "tile_k": 0,
-//      "padded_heads": 0, "extra_entries": [{"name": "mlagen_decode_reduce",
+//      "padded_heads": 0, "cluster_parts": 1,
+//      "extra_entries": [{"name": "mlagen_decode_reduce",
 //      "threads_per_block": 256, "shared_bytes": 0, "rows_per_block": 16}],
 //      "cache_key": "<32 hex>",
 //      "generator": "...", "compiler": "nvrtc 13.0", "compiler_flags": "..."},
 //      ...]}
+//
+// cluster_parts (1 to 8) is optional: a manifest written before it reads
+// as 1, a decode kernel that merges no chunks inside a cluster.
 //
 // Format 1 (before issue 5) had no identities, sizes or checksums; it is
 // refused as Unsupported.

@@ -498,11 +498,12 @@ int mlagen_decode_run(const mlagen_decode_planner *planner, const void *q,
                       float *partial_out, float *partial_lse, int batch,
                       int q_len, int num_heads, const int64_t *strides,
                       float softmax_scale, float q_scale, float kv_scale,
-                      int plan_slots, void *stream) {
+                      int plan_slots, int plan_groups, void *stream) {
   return mlagen_decode_run_checked(
       planner, q, kv_cache, out, lse, block_table, block_table_stride, seq_lens,
       device_plan, partial_out, partial_lse, batch, q_len, num_heads, strides,
-      softmax_scale, q_scale, kv_scale, nullptr, 0, 0, plan_slots, stream);
+      softmax_scale, q_scale, kv_scale, nullptr, 0, 0, plan_slots, plan_groups,
+      stream);
 }
 
 int mlagen_decode_error_check(const int32_t *host_flags) {
@@ -516,7 +517,7 @@ int mlagen_decode_run_checked(
     float *partial_lse, int batch, int q_len, int num_heads,
     const int64_t *strides, float softmax_scale, float q_scale, float kv_scale,
     int32_t *error_flags, int64_t num_blocks, int max_pages, int plan_slots,
-    void *stream) {
+    int plan_groups, void *stream) {
   return guarded([&]() -> Status {
     if (!planner)
       return Status(StatusCode::InvalidArgument, "planner is null");
@@ -551,6 +552,7 @@ int mlagen_decode_run_checked(
     args.numBlocks = num_blocks;
     args.maxPages = max_pages;
     args.planSlots = plan_slots;
+    args.planGroups = plan_groups;
     args.stream = stream;
     return handle.runtime->runDecode(*handle.kernel, args);
   });

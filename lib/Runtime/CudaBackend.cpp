@@ -101,13 +101,25 @@ public:
   Status launch(const DeviceFunction &function, const LaunchGeometry &g,
                 void *stream, void **params) override {
     ContextScope scope(api_, context_);
-    if (g.earlyStart && earlyStart_) {
-      cu::LaunchAttribute attribute = {};
-      attribute.id = cu::kLaunchAttributeProgrammaticStreamSerialization;
-      attribute.value.programmaticStreamSerializationAllowed = 1;
+    if (g.clusterX > 1 && !api_.launchKernelEx)
+      return Status(StatusCode::Unsupported,
+                    "a launch in thread-block clusters needs cuLaunchKernelEx "
+                    "(CUDA >= 12), which this driver lacks");
+    if ((g.earlyStart && earlyStart_) || g.clusterX > 1) {
+      cu::LaunchAttribute attributes[2] = {};
+      unsigned count = 0;
+      if (g.earlyStart && earlyStart_) {
+        attributes[count].id =
+            cu::kLaunchAttributeProgrammaticStreamSerialization;
+        attributes[count++].value.programmaticStreamSerializationAllowed = 1;
+      }
+      if (g.clusterX > 1) {
+        attributes[count].id = cu::kLaunchAttributeClusterDimension;
+        attributes[count++].value.clusterDim = {g.clusterX, 1, 1};
+      }
       const cu::LaunchConfig config = {
           g.grid[0], g.grid[1], g.grid[2], g.threadsPerBlock, 1, 1,
-          g.sharedBytes, stream, &attribute, 1};
+          g.sharedBytes, stream, attributes, count};
       if (cu::Result rc =
               api_.launchKernelEx(&config, function.function, params, nullptr))
         return error("cuLaunchKernelEx", rc);

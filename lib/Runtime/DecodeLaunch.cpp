@@ -52,6 +52,15 @@ Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
   if (args.workCapacity < 1)
     return invalidArgument("work_capacity must be >= 1, the planner's (got " +
                            std::to_string(args.workCapacity) + ")");
+  if (args.clusterBlocks != 1 &&
+      (args.clusterBlocks < 1 || args.clusterBlocks > code.clusterParts ||
+       args.workCapacity % args.clusterBlocks != 0))
+    return invalidArgument(
+        "cluster_blocks (" + std::to_string(args.clusterBlocks) +
+        ") must be 1, or at most the kernel's cluster parts (" +
+        std::to_string(code.clusterParts) + ") and divide work_capacity (" +
+        std::to_string(args.workCapacity) +
+        "): set both with DecodePlanner::bindPlan");
   if (args.qLen != sig.qLen)
     return invalidArgument("q_len (" + std::to_string(args.qLen) +
                            ") must equal the kernel's (" +
@@ -65,6 +74,9 @@ Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
                            std::to_string(args.blockTableStride) + ")");
   if (Status status = checkPlanSlots(args.planSlots); !status)
     return status;
+  if (args.planGroups < -1)
+    return invalidArgument("plan_groups must be >= 0, or -1 for unknown (got " +
+                           std::to_string(args.planGroups) + ")");
 
   int maxPages = 0;
   if (args.checked) {
@@ -177,6 +189,7 @@ Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
   out.decode.grid[2] = 1;
   out.decode.threadsPerBlock = static_cast<unsigned>(code.threadsPerBlock);
   out.decode.sharedBytes = static_cast<unsigned>(code.sharedBytes);
+  out.decode.clusterX = static_cast<unsigned>(args.clusterBlocks);
   out.reduce.grid[0] = static_cast<unsigned>(args.batch);
   out.reduce.grid[1] =
       static_cast<unsigned>(ceilDiv(rows, reduce.rowsPerBlock));

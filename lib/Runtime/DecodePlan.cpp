@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 
 namespace mlagen {
@@ -57,6 +58,18 @@ int64_t blocksPerSM(const Signature &sig, const CodeObject &code) {
     return 1;
   return std::clamp<int64_t>(perSM / (code.sharedBytes + 1024), 1, 3);
 }
+
+bool clusterMergeDisabled() {
+  const char *value = std::getenv("MLAGEN_CLUSTER_MERGE");
+  return value && std::strcmp(value, "0") == 0;
+}
+
+// A merge group's items, or up to clusterBlocks single items, which one
+// cluster runs; its longest chunk orders it.
+struct ClusterUnit {
+  bool group = false; // a merge group (else singles)
+  int64_t first = 0, count = 0, longest = 0;
+};
 
 } // namespace
 
@@ -106,6 +119,14 @@ Status DecodePlanner::create(const Signature &sig, const CodeObject &code,
   planner.blocksPerChunk_ = static_cast<int>(ceilDiv(rows, code.tileQ));
   planner.waveBlocks_ =
       static_cast<int>(options.numSMs * blocksPerSM(sig, code));
+  // A cluster spans grid x, so each chunk must be one block; batch-
+  // invariant plans keep the reduce's fixed order. Clusters of two tile
+  // every GPC of an H100/H200 (their SM counts are even), so a wave still
+  // holds numSMs blocks.
+  if (options.clusterMerge && !clusterMergeDisabled() &&
+      sig.op == OpKind::Decode && code.clusterParts >= 2 &&
+      planner.blocksPerChunk_ == 1 && !sig.batchInvariant)
+    planner.clusterBlocks_ = 2;
 
   const int64_t maxBatch = options.maxBatch, sms = planner.waveBlocks_;
   const int64_t perChunk = planner.blocksPerChunk_;
@@ -149,7 +170,13 @@ Status DecodePlanner::create(const Signature &sig, const CodeObject &code,
         "max_seq_len, or give max_total_keys");
 
   DecodeBufferSizes &sizes = planner.sizes_;
+  // Whole clusters: the blocks past the last item exit at once.
+  work = roundUp(std::max<int64_t>(work, 1), planner.clusterBlocks_);
+  if (work > INT32_MAX)
+    return invalidArgument("the work list would need " + std::to_string(work) +
+                           " items, more than a grid can launch");
   sizes.workCapacity = static_cast<int>(work);
+  sizes.clusterBlocks = planner.clusterBlocks_;
   sizes.slotCapacity = static_cast<int>(std::max<int64_t>(1, slots));
   sizes.rows = static_cast<int>(rows);
   sizes.mergeOffset = 4;
@@ -235,43 +262,91 @@ Status DecodePlanner::plan(const int32_t *seqLens, int batch, int32_t *plan,
   std::memset(plan, 0, sizeof(int32_t) * sizes_.workOffset);
   int32_t *merge = plan + sizes_.mergeOffset;
   int32_t *work = plan + sizes_.workOffset;
-  int64_t items = 0, slots = 0;
+  const int64_t cluster = clusterBlocks_;
+  int64_t items = 0, slots = 0, groups = 0;
   for (int b = 0; b < batch; ++b) {
     const int64_t len = seqLens[b], chunks = chunksOf(len, chunk);
+    // A request of exactly one cluster's chunks merges in its cluster.
+    const bool inCluster = cluster > 1 && chunks == cluster;
+    const bool usesSlots = chunks > 1 && !inCluster;
     if (items + chunks > sizes_.workCapacity ||
-        (chunks > 1 && slots + chunks > sizes_.slotCapacity))
+        (usesSlots && slots + chunks > sizes_.slotCapacity))
       return Status(StatusCode::Internal,
                     "decode plan overflows its buffers at request " +
                         std::to_string(b) + " (" + std::to_string(items) +
                         " work items, " + std::to_string(slots) + " slots)");
-    merge[2 * b] = chunks > 1 ? static_cast<int32_t>(slots) : -1;
-    merge[2 * b + 1] = chunks > 1 ? static_cast<int32_t>(chunks) : 0;
+    merge[2 * b] = usesSlots ? static_cast<int32_t>(slots) : -1;
+    merge[2 * b + 1] = usesSlots ? static_cast<int32_t>(chunks) : 0;
     for (int64_t i = 0; i < chunks; ++i, ++items) {
       int32_t *item = work + 4 * items;
       item[0] = b;
       item[1] = static_cast<int32_t>(i * chunk);
       item[2] = static_cast<int32_t>(std::min(len, (i + 1) * chunk));
-      item[3] = chunks > 1 ? static_cast<int32_t>(slots + i) : -1;
+      // DECODE_CONTRACT.md: -2 - (8 x parts + rank) for a cluster's part.
+      item[3] = usesSlots  ? static_cast<int32_t>(slots + i)
+                : inCluster ? static_cast<int32_t>(-2 - (8 * chunks + i))
+                            : -1;
     }
-    if (chunks > 1)
+    if (usesSlots)
       slots += chunks;
+    groups += inCluster;
   }
   // Longest first (stable): the short tails of requests run last, where
   // they fill the end of the last wave instead of delaying it. Slots stay
   // bound to (request, chunk), so the reduce's order and every block's
-  // result are unchanged.
+  // result are unchanged. With clusters, a merge group keeps its chunks in
+  // rank order on one cluster, the other items fill clusters in order of
+  // length, and a cluster left part-filled goes last.
   struct alignas(16) Item {
     int32_t v[4];
   };
   Item *first = reinterpret_cast<Item *>(work);
-  std::stable_sort(first, first + items, [](const Item &a, const Item &b) {
+  auto longer = [](const Item &a, const Item &b) {
     return a.v[2] - a.v[1] > b.v[2] - b.v[1];
-  });
+  };
+  if (cluster == 1) {
+    std::stable_sort(first, first + items, longer);
+  } else {
+    const std::vector<Item> listed(first, first + items);
+    std::vector<Item> singles;
+    std::vector<ClusterUnit> units;
+    for (int64_t i = 0; i < items;) {
+      if (listed[i].v[3] < -1) {
+        units.push_back({true, i, cluster, listed[i].v[2] - listed[i].v[1]});
+        i += cluster;
+      } else {
+        singles.push_back(listed[i++]);
+      }
+    }
+    std::stable_sort(singles.begin(), singles.end(), longer);
+    std::vector<ClusterUnit> singleUnits;
+    for (int64_t i = 0; i < int64_t(singles.size()); i += cluster)
+      singleUnits.push_back(
+          {false, i, std::min<int64_t>(cluster, int64_t(singles.size()) - i),
+           singles[i].v[2] - singles[i].v[1]});
+    const bool partLast =
+        !singleUnits.empty() && singleUnits.back().count < cluster;
+    std::vector<ClusterUnit> order(units);
+    order.insert(order.end(), singleUnits.begin(),
+                 singleUnits.end() - (partLast ? 1 : 0));
+    std::stable_sort(order.begin(), order.end(),
+                     [](const ClusterUnit &a, const ClusterUnit &b) {
+                       return a.longest > b.longest;
+                     });
+    if (partLast)
+      order.push_back(singleUnits.back());
+    Item *to = first;
+    for (const ClusterUnit &unit : order)
+      for (int64_t i = 0; i < unit.count; ++i)
+        *to++ = unit.group ? listed[unit.first + i] : singles[unit.first + i];
+  }
   plan[0] = static_cast<int32_t>(items);
   plan[1] = static_cast<int32_t>(slots);
   plan[2] = batch;
+  plan[3] = static_cast<int32_t>(groups);
   if (summary)
-    *summary = {static_cast<int>(items), static_cast<int>(slots), chunk,
+    *summary = {static_cast<int>(items), static_cast<int>(slots),
+                static_cast<int>(groups), chunk,
                 sizes_.workOffset + 4 * items};
   return Status::ok();
 }
@@ -282,6 +357,7 @@ void DecodePlanner::bindPlan(const int32_t *devicePlan, float *partialOut,
   args.merge = devicePlan ? devicePlan + sizes_.mergeOffset : nullptr;
   args.work = devicePlan ? devicePlan + sizes_.workOffset : nullptr;
   args.workCapacity = sizes_.workCapacity;
+  args.clusterBlocks = sizes_.clusterBlocks;
   args.maxBatch = options_.maxBatch;
   args.partialOut = partialOut;
   args.partialLse = partialLse;

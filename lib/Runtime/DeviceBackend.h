@@ -40,6 +40,9 @@ struct LaunchGeometry {
   // (prelude) before it touches global memory. Other backends, and drivers
   // without cuLaunchKernelEx, launch as usual.
   bool earlyStart = false;
+  // Thread-block clusters of this many blocks along x (sm_90); grid[0] is a
+  // multiple of it. Backends without clusters refuse a value above 1.
+  unsigned clusterX = 1;
 };
 
 // A 3-D tensor of 16-bit elements in global memory, read in boxes into

@@ -29,6 +29,7 @@ enum : int {
   kAttributeComputeCapabilityMinor = 76,
   kAttributeMaxSharedMemoryPerBlockOptin = 97,
   kFunctionAttributeMaxDynamicSharedSizeBytes = 8,
+  kLaunchAttributeClusterDimension = 4,
   kLaunchAttributeProgrammaticStreamSerialization = 6,
   kTensorMapDataTypeUint16 = 1,
   kTensorMapInterleaveNone = 0,
@@ -39,13 +40,16 @@ enum : int {
 };
 
 // cuLaunchKernelEx's configuration (CUDA >= 12.0), for programmatic
-// dependent launch: one attribute whose value is an int.
+// dependent launch (an int) and cluster dimensions (three unsigned).
 struct LaunchAttribute {
   int id;
   char pad[4];
   union {
     char bytes[64];
     int programmaticStreamSerializationAllowed;
+    struct {
+      unsigned x, y, z;
+    } clusterDim;
     void *align;
   } value;
 };

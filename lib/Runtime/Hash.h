@@ -20,7 +20,8 @@ namespace mlagen {
 // v2: entries record their signature, generator, compiler and flags.
 // v3: prefill signatures gain alibi=0|1 (and its params alibi_slopes).
 // v4: paged_decode signatures gain alibi=0|1 (and its params alibi_slopes).
-inline constexpr unsigned kCacheFormatVersion = 4;
+// v5: entries record clusterParts (decode's in-cluster merging).
+inline constexpr unsigned kCacheFormatVersion = 5;
 
 struct Hash128 {
   uint64_t low = 0, high = 0;

@@ -68,6 +68,11 @@ public:
   Status launch(const DeviceFunction &function, const LaunchGeometry &g,
                 void *stream, void **params) override {
     DeviceScope scope(api_, device_);
+    if (g.clusterX > 1)
+      return Status(StatusCode::Unsupported,
+                    "the HIP backend launches no thread-block clusters (asked "
+                    "for " +
+                        std::to_string(g.clusterX) + " blocks)");
     if (hip::Error rc = api_.moduleLaunchKernel(
             function.function, g.grid[0], g.grid[1], g.grid[2],
             g.threadsPerBlock, 1, 1, g.sharedBytes, stream, params, nullptr))

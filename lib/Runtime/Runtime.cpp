@@ -92,6 +92,10 @@ Status checkGenerated(const Signature &sig, const GeneratedKernel &kernel) {
   if (sig.tileQ != 0 && kernel.tileQ != sig.tileQ)
     return bad("tileQ is " + std::to_string(kernel.tileQ) +
                " but the signature pins tile_q=" + std::to_string(sig.tileQ));
+  // The range the disk cache and bundle manifests accept.
+  if (kernel.clusterParts < 1 || kernel.clusterParts > 8)
+    return bad("clusterParts must be in [1, 8] (got " +
+               std::to_string(kernel.clusterParts) + ")");
   for (const KernelEntry &entry : kernel.extraEntries) {
     if (!isIdentifier(entry.name))
       return bad("entry name '" + entry.name + "' is not an identifier");
@@ -516,6 +520,7 @@ Status RuntimeImpl::build(const Signature &sig, DeviceCompiler &compiler,
   code.tileQ = generated.tileQ;
   code.tileK = generated.tileK;
   code.paddedHeads = generated.paddedHeads;
+  code.clusterParts = generated.clusterParts;
   code.extraEntries = generated.extraEntries;
   return Status::ok();
 }
@@ -536,6 +541,11 @@ Status RuntimeImpl::runDecode(const Kernel &kernel, const DecodeArgs &args) {
                              launch, cacheMap)) {
     launch.params.kv_map_ready = tensorMap(cacheMap, launch.params.kv_map);
   }
+  // A plan without merge groups runs a little faster without clusters,
+  // unless a graph captures the launch (a replay may meet one with groups).
+  if (launch.decode.clusterX > 1 && args.planGroups == 0 &&
+      !backend_->capturing(args.stream))
+    launch.decode.clusterX = 1;
   return launchWithReduce(*loaded, launch.decode, launch.reduce, &launch.params,
                           args.planSlots, args.stream);
 }

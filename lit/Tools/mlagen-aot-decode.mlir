@@ -12,15 +12,18 @@
 // ELF-DAG: mlagen_decode_reduce
 
 // In file order: hq=16 (16 rows a block, the wgmma kernel's 8 warps: the
-// reduce takes 2 rows a block), then hq=128 (64 rows, the two-consumer
-// wgmma kernel's 12 warps: 3 rows).
+// reduce takes 2 rows a block; chunk pairs merge inside a cluster), then
+// hq=128 (64 rows, the two-consumer wgmma kernel's 12 warps: 3 rows; no
+// cluster merging).
+// MANIFEST: "cluster_parts": 2,
 // MANIFEST: "entry": "mlagen_decode",
 // MANIFEST: "extra_entries": [
 // MANIFEST: "name": "mlagen_decode_reduce",
 // MANIFEST: "rows_per_block": 2,
 // MANIFEST: "padded_heads": 16,
-// MANIFEST: "shared_bytes": 169384,
+// MANIFEST: "shared_bytes": 202480,
 // MANIFEST: "tile_k": 64,
+// MANIFEST: "cluster_parts": 1,
 // MANIFEST: "entry": "mlagen_decode",
 // MANIFEST: "rows_per_block": 3,
 // MANIFEST: "padded_heads": 128,

@@ -67,9 +67,9 @@ _lib.mlagen_decode_run.argtypes = [
     ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
     ctypes.POINTER(ctypes.c_int64), ctypes.c_float, ctypes.c_float, ctypes.c_float,
-    ctypes.c_int, ctypes.c_void_p]
-_lib.mlagen_decode_run_checked.argtypes = _lib.mlagen_decode_run.argtypes[:-2] + [
-    ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+    ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+_lib.mlagen_decode_run_checked.argtypes = _lib.mlagen_decode_run.argtypes[:-3] + [
+    ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
 _lib.mlagen_decode_error_check.argtypes = [ctypes.c_void_p]
 _lib.mlagen_paged_decode_run.argtypes = [
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
@@ -305,7 +305,7 @@ class Kernel:
             plan.partial_out.data_ptr(), plan.partial_lse.data_ptr(), batch, q.shape[1],
             q.shape[2], strides, float(softmax_scale), float(q_scale), float(kv_scale),
             flags, kv_cache.shape[0] if checked else 0, int(max_pages) if checked else 0,
-            plan.slots, _current_stream(stream)))
+            plan.slots, plan.groups, _current_stream(stream)))
 
     def paged_decode(self, q, k_cache, v_cache, out, block_table, seq_lens, plan,
                      softmax_scale, lse=None, k_scale=None, v_scale=None, alibi_slopes=None,
@@ -819,6 +819,9 @@ class DecodePlan:
         # Partial slots of the last update's plan; 0 lets a decode skip its
         # reduce (outside graph capture). -1 before any update.
         self.slots = -1
+        # Requests of the last update's plan merged inside clusters; 0 lets a
+        # decode launch without clusters (outside graph capture).
+        self.groups = -1
         # Checked decode's flags (zeroed; they never move, so a checked decode
         # can be captured in a CUDA graph too).
         self.error_flags = torch.zeros(_DECODE_ERROR_FLAG_INTS, dtype=torch.int32, device=device)
@@ -852,6 +855,7 @@ class DecodePlan:
         self.batch = lens.numel()
         self.num_work = int(staging[0])
         self.slots = int(staging[1])
+        self.groups = int(staging[3])
         return self
 
     def __del__(self):

@@ -155,6 +155,10 @@ struct Job {
   int mask_from;  // keys at or past this are invisible to some row
   int seq_len;
   int slot;       // -1: final output, else the partial slot
+  // Merged inside the cluster (DECODE_CONTRACT.md): the request's chunks in
+  // merge_parts adjacent blocks, this one the merge_rank-th; 0: not merged.
+  int merge_parts;
+  int merge_rank;
   int row0;       // first q row of the block
   float unit;     // softmax_scale * kv_scale * log2(e): raw q.k -> log2-unit logit
   float v_scale;  // kv_scale (fp8 cache) or 1: multiplies the normalised output
@@ -212,6 +216,17 @@ MLAGEN_DEVICE int check_request(const mlagen_decode_params &p, int batch, int se
   return 0;
 }
 
+// Whether the block's cluster is exactly its item's merge group, in order
+// (the planner's clusterBlocks: see DecodePlan.h).
+MLAGEN_DEVICE bool in_merge_cluster(const Job &job) {
+#if MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
+  return kClusterParts > 1 && job.merge_parts == kClusterParts && (int)sm90::cluster_blocks() == job.merge_parts &&
+         (int)sm90::cluster_rank() == job.merge_rank;
+#else
+  return false;
+#endif
+}
+
 // Reads the block's work item; false if the block has none. The row
 // blocks of an item are adjacent in launch order: they read the same keys,
 // so all but the first find them in L2.
@@ -229,6 +244,14 @@ MLAGEN_DEVICE bool load_job(const mlagen_decode_params &p, Job &job) {
   job.slot = item[3];
   if (index >= *p.num_work)
     return false;
+  job.merge_parts = 0;
+  job.merge_rank = 0;
+  if (job.slot < -1) { // slot -2 - (8 parts + rank): merged in the cluster, no partial slot
+    const int code = -2 - job.slot;
+    job.merge_parts = code / 8;
+    job.merge_rank = code % 8;
+    job.slot = -1;
+  }
   job.seq_len = p.seq_lens[job.batch];
   if (p.error_flags) {
     int value, page;
@@ -251,6 +274,13 @@ MLAGEN_DEVICE bool load_job(const mlagen_decode_params &p, Job &job) {
   job.mask_from = job.row_end(job.row0);
   job.unit = kCacheFP8 ? p.softmax_scale * p.kv_scale * kLog2e : p.softmax_scale * kLog2e;
   job.v_scale = kCacheFP8 ? p.kv_scale : 1.0f;
+  if (job.merge_parts > 0 && !in_merge_cluster(job)) {
+    // The plan's groups do not match the launch's clusters (a plan of
+    // another planner, or a launch without its cluster): no block may wait
+    // for a partner that is not there. The rows come out NaN.
+    job.merge_parts = 0;
+    job.v_scale = __builtin_bit_cast(float, 0x7fc00000u);
+  }
   return true;
 }
 
@@ -918,8 +948,19 @@ constexpr int kRowFloats = kConsumerRowFloats * kPSlabs;
 // aligned), Q, the stages, P, row floats, barriers. DecodeSupport.cpp's
 // getDecodeSharedBytes has the same sum. P's rounding residue (one-tile
 // items) lives in stage 1, which such items never load.
+// Merging in the cluster (kClusterParts 2; DECODE_CONTRACT.md): both blocks
+// of a request's pair stage their normalised O and row LSEs (a part) in
+// their stage buffers; the partner (rank 1) copies its part into the
+// leader's receive area, a region of its own so that the copy need not
+// wait for the leader's products, and arrives on the leader's merge_recv.
+constexpr int kPartBytes = kRowsN * kOutStride * 4 + kRowsN * 4;
+static_assert(kClusterParts == 1 || (kClusterParts == 2 && kWarpgroupDecode && kRowsN == 16 && !kFP8Operands &&
+                                     !kSplitStages),
+              "cluster merging: pairs, on the 16-row wgmma kernel of a 16-bit operand path");
+static_assert(kPartBytes <= kStages * kStageBytes, "a part is staged in the stage buffers");
+constexpr int kMergeBytes = kClusterParts > 1 ? kPartBytes + 8 : 0; // receive area, merge_recv
 constexpr int kSharedBytesUsed =
-    1024 + kQBytes + kStages * kStageBytes + kPSlabs * kPBytes + 4 * kRowFloats + 8 * kNumBarriers;
+    1024 + kQBytes + kStages * kStageBytes + kPSlabs * kPBytes + 4 * kRowFloats + 8 * kNumBarriers + kMergeBytes;
 static_assert(!kWarpgroupDecode || kSharedBytesUsed <= kSharedBytes, "tiles exceed kSharedBytes");
 static_assert(!kWarpgroupDecode || kRowsN * kOutStride * 4 <= kStages * kStageBytes,
               "O staging fits the stage buffers");
@@ -948,6 +989,10 @@ struct Layout {
   MLAGEN_DEVICE u32 empty(int stage, int half = 0) const {
     return bars + 8 * (1 + kStages * kFullPerStage + stage * kEmptyPerStage + half);
   }
+  MLAGEN_DEVICE u32 merge_recv() const { return bars + 8 * kNumBarriers; }
+  float *parts; // kv as a pointer: this block's part, the staged O
+  u32 received; // the leader's receive area (kMergeBytes before bars)
+  float *received_part;
   MLAGEN_DEVICE u32 stage(int it) const { return kv + (it % kStages) * kStageBytes; }
   MLAGEN_DEVICE u32 residue() const { return kv + kStageBytes; }
 };
@@ -1356,7 +1401,9 @@ MLAGEN_DEVICE void finish_rows(const Job &job, const Output &output, const Layou
 #pragma unroll
     for (int hd = 0; hd < kRowsN / 4; ++hd) {
       const int r = q_row_of(hd, quad);
-      if (is_real_row(job.row0 + r))
+      if (kClusterParts > 1 && job.merge_parts > 1)
+        lay.parts[kRowsN * kOutStride + r] = rows[hd].lse(lay.total[r]); // merge_in_cluster adds it
+      else if (is_real_row(job.row0 + r))
         output.store_lse(job.row0 + r, rows[hd].lse(lay.total[r]));
     }
   }
@@ -1378,6 +1425,55 @@ MLAGEN_DEVICE void write_staged(const Job &job, const Output &output, const floa
       continue;
     const Float4 v = *reinterpret_cast<const Float4 *>(staged + r * kOutStride + col);
     output.row(g).store4(col, v.x, v.y, v.z, v.w);
+  }
+}
+
+// A merge pair's block with its part staged (O rows normalised, fp32,
+// then the row LSEs). The partner copies its part into the leader's
+// receive area and leaves; the leader adds the two by LSE, as
+// mlagen_decode_reduce would, and writes the output.
+MLAGEN_DEVICE void merge_in_cluster(const Job &job, const Output &output, const Layout &lay, int warp, int lane) {
+  static_assert(kHeadDimV / 4 == 128, "a thread per column quad");
+  const int tid = warp * 32 + lane;
+  const float *own = lay.parts;
+  sm90::named_barrier_sync(1, 128); // this block's part is staged
+  if (job.merge_rank != 0) {
+    const u32 leader = sm90::cluster_rank() - job.merge_rank;
+    const u32 to = sm90::cluster_address(lay.received, leader);
+    sm90::cluster_wait(); // the leader has started, merge_recv exists
+#pragma unroll
+    for (int r = 0; r < kRowsN; ++r) {
+      const Float4 v = *reinterpret_cast<const Float4 *>(own + r * kOutStride + 4 * tid);
+      sm90::store_remote_f32x4(to + (r * kOutStride + 4 * tid) * 4, v.x, v.y, v.z, v.w);
+    }
+    if (tid < kRowsN / 4) {
+      const Float4 v = *reinterpret_cast<const Float4 *>(own + kRowsN * kOutStride + 4 * tid);
+      sm90::store_remote_f32x4(to + (kRowsN * kOutStride + 4 * tid) * 4, v.x, v.y, v.z, v.w);
+    }
+    sm90::mbarrier_arrive_remote(sm90::cluster_address(lay.merge_recv(), leader));
+    return;
+  }
+  sm90::mbarrier_wait_cluster(lay.merge_recv(), 0);
+  const float *other = lay.received_part;
+  const int col = 4 * tid;
+#pragma unroll
+  for (int r = 0; r < kRowsN; ++r) {
+    const int g = job.row0 + r;
+    const float lse0 = own[kRowsN * kOutStride + r], lse1 = other[kRowsN * kOutStride + r];
+    const float max_lse = max_float(lse0, lse1);
+    // Both parts empty (no key visible): weights 0, output 0, lse -inf.
+    const float shift = max_lse == kNegInf ? 0.0f : max_lse * kLog2e;
+    const float w0 = exp2_approx(lse0 * kLog2e - shift), w1 = exp2_approx(lse1 * kLog2e - shift);
+    const float weight = w0 + w1;
+    const float scale = weight > 0.0f ? 1.0f / weight : 0.0f;
+    const Float4 a = *reinterpret_cast<const Float4 *>(own + r * kOutStride + col);
+    const Float4 b = *reinterpret_cast<const Float4 *>(other + r * kOutStride + col);
+    if (!is_real_row(g))
+      continue;
+    output.row(g).store4(col, fma_float(w0, a.x, w1 * b.x) * scale, fma_float(w0, a.y, w1 * b.y) * scale,
+                         fma_float(w0, a.z, w1 * b.z) * scale, fma_float(w0, a.w, w1 * b.w) * scale);
+    if (tid == 0)
+      output.store_lse(g, weight > 0.0f ? max_lse + log2_approx(weight) * kLn2 : kNegInf);
   }
 }
 
@@ -1517,7 +1613,10 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
       staged[r * kOutStride + col + 8] = o[c][e0 + 2] * scale;
     }
   }
-  write_staged(job, output, staged, warp, lane);
+  if (kClusterParts > 1 && job.merge_parts > 1)
+    merge_in_cluster(job, output, lay, warp, lane);
+  else
+    write_staged(job, output, staged, warp, lane);
 }
 
 // fp8 operands (kFP8Operands), each consumer. Per tile:
@@ -2205,8 +2304,11 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
   lay.p = lay.kv + kStages * kStageBytes;
   lay.red = reinterpret_cast<float *>(aligned + (lay.p + kPSlabs * kPBytes - base) / 2);
   lay.total = lay.red + 5 * kRowsN;
-  lay.bars = lay.p + kPSlabs * kPBytes + 4 * kRowFloats;
+  lay.received = lay.p + kPSlabs * kPBytes + 4 * kRowFloats;
+  lay.received_part = reinterpret_cast<float *>(aligned + (lay.received - base) / 2);
+  lay.bars = lay.received + (kClusterParts > 1 ? kPartBytes : 0);
   float *const staged = reinterpret_cast<float *>(aligned + (lay.kv - base) / 2);
+  lay.parts = staged;
 
   const int tid = thread_index();
   const bool bulk = kBulkTiles && kv_map != nullptr;
@@ -2221,9 +2323,13 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
       if (kSplitStages)
         sm90::mbarrier_init(lay.empty(st, 1), 4);
     }
+    if (kClusterParts > 1) // the partner's 128 consumer threads arrive
+      sm90::mbarrier_init(lay.merge_recv(), 128);
     sm90::mbarrier_init_fence();
   }
   block_barrier();
+  if (kClusterParts > 1)
+    sm90::cluster_arrive(); // the group's barriers exist
   const int num_tiles = ceil_div(job.block_end - job.key_begin, kTileK);
   // Two consumers: the producer hands registers to them (64 rows: O^T is
   // 128 a thread; paired fp8 consumers of 32 rows too). The block holds 168
@@ -2615,8 +2721,13 @@ extern "C" __global__ void MLAGEN_DECODE_LAUNCH_BOUNDS mlagen_decode(MLAGEN_GRID
   grid_dependency_wait();
   allow_next_kernel();
   Job job;
-  if (!load_job(p, job))
+  if (!load_job(p, job)) {
+#if MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
+    if (kClusterParts > 1)
+      sm90::cluster_arrive(); // the cluster's barrier counts every thread
+#endif
     return;
+  }
   const PagedCache cache = {static_cast<const u16 *>(p.kv_cache), p.block_table + (long long)job.batch * p.block_table_stride,
                             p.kv_block_stride, p.kv_token_stride};
   const Output output = {job.slot,

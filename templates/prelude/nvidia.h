@@ -299,6 +299,52 @@ MLAGEN_DEVICE void named_barrier_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Thread-block clusters: blocks of one cluster run at once and may read,
+// write and arrive on each other's shared memory (distributed shared
+// memory). A launch without a cluster is a cluster of one block.
+MLAGEN_DEVICE u32 cluster_rank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+MLAGEN_DEVICE u32 cluster_blocks() {
+  u32 n;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+  return n;
+}
+// The address of shared `addr` (this block's layout) in block `rank`.
+MLAGEN_DEVICE u32 cluster_address(u32 addr, u32 rank) {
+  u32 r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+// Every thread of the cluster arrives once (after initialising what others
+// will touch); a thread that then reaches another block's shared memory
+// waits first, so that the other block has started and its barriers exist.
+MLAGEN_DEVICE void cluster_arrive() { asm volatile("barrier.cluster.arrive.release;" ::: "memory"); }
+MLAGEN_DEVICE void cluster_wait() { asm volatile("barrier.cluster.wait.acquire;" ::: "memory"); }
+// Arrival on a barrier of another block (`bar` from cluster_address),
+// ordered after this thread's earlier stores to that block.
+MLAGEN_DEVICE void mbarrier_arrive_remote(u32 bar) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+// mbarrier_wait whose arrivals came from other blocks: their stores are
+// visible once it returns.
+MLAGEN_DEVICE void mbarrier_wait_cluster(u32 bar, u32 parity) {
+  u32 done;
+  do {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+MLAGEN_DEVICE void store_remote_f32x4(u32 addr, float x, float y, float z, float w) {
+  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(x), "f"(y), "f"(z), "f"(w)
+               : "memory");
+}
+
 // Per-warpgroup register budgets; need __launch_bounds__(threads, 1).
 template <int kRegs>
 MLAGEN_DEVICE void setmaxnreg_inc() {

@@ -41,6 +41,7 @@ Status CountingGenerator::generate(const Signature &sig, GeneratedKernel &out) {
     out.tileQ = tileQ ? tileQ : 16;
     out.tileK = sig.tileK ? sig.tileK : tileK;
     out.paddedHeads = paddedHeads ? paddedHeads : sig.numQHeads;
+    out.clusterParts = clusterParts;
     out.extraEntries = {{entryName, threadsPerBlock, 0,
                          std::max(1, threadsPerBlock / 128)}};
   }

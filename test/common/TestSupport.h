@@ -40,6 +40,7 @@ public:
   // threadsPerBlock threads.
   int tileK = 64;
   int paddedHeads = 0;
+  int clusterParts = 1; // decode: chunks merged inside a cluster
   bool fail = false; // return GeneratorError instead
 
 private:

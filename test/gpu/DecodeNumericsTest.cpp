@@ -173,6 +173,7 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
   // A plan without slots launches no reduce: the decode kernel alone must
   // then write every row (they start as NaN).
   args.planSlots = summary.numSlots;
+  args.planGroups = summary.mergeGroups;
   REQUIRE(fixture.runtime->runDecode(kernel, args));
   REQUIRE(backend.synchronize());
   if (timedLaunches > 0) {
@@ -203,7 +204,10 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
     REQUIRE(backend.synchronize());
     std::cout << "runDecode host time (" << p.numHeads << " heads, batch "
               << batch << ", "
-              << (summary.numSlots > 0 ? "decode + reduce" : "decode alone")
+              << (summary.numSlots > 0 ? "decode + reduce"
+                  : summary.numWork > batch && args.clusterBlocks > 1
+                      ? "decode merging in clusters"
+                      : "decode alone")
               << "): back to back "
               << std::chrono::duration<double, std::micro>(elapsed).count() /
                      kBackToBack
@@ -272,9 +276,11 @@ TEST_CASE("generated decode matches the CPU reference", "[gpu]") {
         const Kernel *kernel = nullptr;
         REQUIRE(fixture.runtime->getKernel(sig, kernel));
         DecodeInputs in = makeInputs(sig, seqLens, 99 + heads + qLen);
-        // One SM: nothing is split; a thousand: long requests split into
-        // many chunks merged by the reduce.
-        for (int numSMs : {1, 132, 1000}) {
+        // One SM: nothing is split; eight: 700 keys in two chunks, merged
+        // in a cluster where the kernel can (sm_90a, 16 rows a block); a
+        // thousand: long requests split into many chunks merged by the
+        // reduce.
+        for (int numSMs : {1, 8, 132, 1000}) {
           INFO("num_sms " << numSMs);
           checkAgainstReference(in, decodeOnGpu(fixture, *kernel, in, numSMs));
         }
@@ -306,6 +312,10 @@ TEST_CASE("a decode step's host time, and the same bits when repeated",
     checkAgainstReference(in, repeated);
     // Planned for one SM, nothing is split: one launch a step.
     checkAgainstReference(in, decodeOnGpu(fixture, *kernel, in, 1, 500));
+    // Two chunks a request: merged in their clusters where the kernel can
+    // (sm_90a, 16 rows a block), one launch; else by the reduce.
+    DecodeInputs pairs = makeInputs(sig, std::vector<int>(64, 1000), 11 + heads);
+    checkAgainstReference(pairs, decodeOnGpu(fixture, *kernel, pairs, 132, 500));
   }
 }
 

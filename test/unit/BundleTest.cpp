@@ -159,6 +159,64 @@ TEST_CASE("a bundle records what loading it needs", "[bundle]") {
         readBytes(dir.path() + "/manifest.json"));
 }
 
+TEST_CASE("a manifest records cluster_parts, 1 where an older one lacks it",
+          "[bundle]") {
+  BundleManifest manifest;
+  manifest.producer = bundleProducer();
+  BundleKernelRecord record;
+  REQUIRE(parseSignature("decode qk=576 v=512 hq=16 q_len=1 page=64 "
+                         "mask=causal lse=1 q=bf16 kv=bf16 out=bf16 "
+                         "batch_invariant=0 tile_k=0 arch=sm_90a",
+                         record.signature));
+  record.file = "k.cubin";
+  record.size = 4;
+  record.checksum = hash128("code").hex();
+  CodeObject &code = record.code;
+  code.arch = Arch::SM90A;
+  code.entryName = "mlagen_decode";
+  code.threadsPerBlock = 256;
+  code.sharedBytes = 169400;
+  code.tileQ = 16;
+  code.tileK = 64;
+  code.paddedHeads = 16;
+  code.clusterParts = 2;
+  code.extraEntries = {{"mlagen_decode_reduce", 256, 0, 2}};
+  code.cacheKey = hash128("key").hex();
+  code.generatorIdentity = "gen/1";
+  code.compilerIdentity = "nvrtc 13.0";
+  code.compilerFlags = "-arch";
+  manifest.kernels.push_back(record);
+  const std::string text = encodeBundleManifest(manifest);
+  CHECK_THAT(text, Catch::Contains("\"cluster_parts\": 2"));
+
+  BundleManifest decoded;
+  REQUIRE(decodeBundleManifest(text, decoded));
+  REQUIRE(decoded.kernels.size() == 1);
+  CHECK(decoded.kernels[0].code.clusterParts == 2);
+  CHECK(encodeBundleManifest(decoded) == text);
+
+  // Written before the key existed: no kernel merged in a cluster.
+  nlohmann::json old = nlohmann::json::parse(text);
+  old["kernels"][0].erase("cluster_parts");
+  decoded = {};
+  REQUIRE(decodeBundleManifest(old.dump(), decoded));
+  REQUIRE(decoded.kernels.size() == 1);
+  CHECK(decoded.kernels[0].code.clusterParts == 1);
+
+  // Present, it is held to its range and type like any field.
+  for (nlohmann::json bad :
+       {nlohmann::json(0), nlohmann::json(9), nlohmann::json("2")}) {
+    nlohmann::json edited = nlohmann::json::parse(text);
+    edited["kernels"][0]["cluster_parts"] = bad;
+    Status status = decodeBundleManifest(edited.dump(), decoded);
+    CHECK(status.code() == StatusCode::InvalidArgument);
+    CHECK_THAT(status.message(),
+               Catch::StartsWith("kernels[0].cluster_parts must be ") &&
+                   (bad.is_string() ? Catch::Contains("an integer")
+                                    : Catch::Contains("in [1, 8]")));
+  }
+}
+
 TEST_CASE("a runtime without a generator finds bundled kernels first",
           "[bundle]") {
   REQUIRE_COMPILER(arch);

@@ -14,10 +14,10 @@ TEST_CASE("a cache key is a stable function of its inputs", "[cache-key]") {
       computeCacheKey(sig, "mlir-generator/templates=abc123", "nvrtc 13.0",
                       "--gpu-architecture=sm_90a -std=c++17 -default-device");
   // A change here invalidates every cache on disk: bump kCacheFormatVersion.
-  CHECK(key == "ad5d2a6ee6e7596641a832a16846e634");
-  CHECK(computeSignatureKey(sig) == "3991e94f7281a26ba5b81963e3fa222e");
-  // v3 added alibi= to prefill's canonical text, v4 to paged_decode's; the
-  // version is keyed too.
+  CHECK(key == "4965e088f784cce0a448940c7d62ee0b");
+  CHECK(computeSignatureKey(sig) == "96b22dee05126976d5b142cb7b7982a7");
+  // v3 added alibi= to prefill's canonical text, v4 to paged_decode's, v5
+  // clusterParts to the entry; the version is keyed too.
   CHECK(computeSignatureKey(sig, 3) != computeSignatureKey(sig));
   CHECK(hash128("").hex() == "99aa06d3014798d86001c324468d497f");
 }
@@ -47,6 +47,7 @@ TEST_CASE("a cache entry round-trips", "[cache-key]") {
   code.tileQ = 128;
   code.tileK = 64;
   code.paddedHeads = 16;
+  code.clusterParts = 2;
   code.extraEntries = {{"mlagen_decode_reduce", 256, 1024, 16}};
   code.generatorIdentity = "gen/1";
   code.compilerIdentity = "clang 22";
@@ -67,6 +68,7 @@ TEST_CASE("a cache entry round-trips", "[cache-key]") {
   CHECK(decoded.tileQ == 128);
   CHECK(decoded.tileK == 64);
   CHECK(decoded.paddedHeads == 16);
+  CHECK(decoded.clusterParts == 2);
   CHECK(decoded.extraEntries == code.extraEntries);
   CHECK(decoded.generatorIdentity == "gen/1");
   CHECK(decoded.compilerIdentity == "clang 22");
@@ -126,5 +128,15 @@ TEST_CASE("a damaged cache entry is detected", "[cache-key]") {
     flipped[offset] ^= 0x10;
     CHECK_FALSE(decodeCacheEntry(flipped, decoded, signature, why));
     CHECK(why == "bad checksum");
+  }
+
+  // Intact bytes of an impossible value, as another build might write.
+  for (int clusterParts : {0, 9}) {
+    CodeObject odd = code;
+    odd.clusterParts = clusterParts;
+    CHECK_FALSE(decodeCacheEntry(encodeCacheEntry(odd, "sig"), decoded,
+                                 signature, why));
+    CHECK(why ==
+          "cluster parts " + std::to_string(clusterParts) + " not in [1, 8]");
   }
 }

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <random>
 
 using namespace mlagen;
@@ -27,8 +28,9 @@ struct Item {
 
 // A decode kernel's code object as select-tiling would shape it.
 CodeObject decodeCode(int tileK = 64, int rowsPerBlock = 16,
-                      int paddedHeads = 16) {
+                      int paddedHeads = 16, int clusterParts = 1) {
   CodeObject code;
+  code.clusterParts = clusterParts;
   code.entryName = "mlagen_decode";
   code.threadsPerBlock = 256;
   code.tileQ = rowsPerBlock;
@@ -84,10 +86,34 @@ std::vector<Item> checkPlan(const DecodePlanner &planner, int alignment,
   CHECK(summary.chunkKeys % alignment == 0);
 
   std::vector<Item> items = itemsOf(planner, plan);
-  // Work items run longest first; the checks below walk them by request.
-  for (size_t i = 1; i < items.size(); ++i)
-    CHECK(items[i - 1].end - items[i - 1].begin >=
-          items[i].end - items[i].begin);
+  const int cluster = sizes.clusterBlocks;
+  CHECK(sizes.workCapacity % cluster == 0);
+  auto length = [&](size_t i) { return items[i].end - items[i].begin; };
+  if (cluster == 1) {
+    // Work items run longest first; the checks below walk them by request.
+    for (size_t i = 1; i < items.size(); ++i)
+      CHECK(length(i - 1) >= length(i));
+  } else {
+    // A merge group fills one cluster in rank order; clusters run longest
+    // first, a part-filled one last.
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (items[i].slot >= -1)
+        continue;
+      const int code = -2 - items[i].slot;
+      CHECK(code / 8 == cluster);
+      CHECK(code % 8 == static_cast<int>(i % cluster));
+      CHECK(items[i - i % cluster].request == items[i].request);
+    }
+    auto longest = [&](size_t c) {
+      int most = 0;
+      for (size_t i = c * cluster; i < std::min(items.size(), (c + 1) * cluster); ++i)
+        most = std::max(most, length(i));
+      return most;
+    };
+    const size_t clusters = (items.size() + cluster - 1) / cluster;
+    for (size_t c = 1; c + 1 < clusters; ++c)
+      CHECK(longest(c - 1) >= longest(c));
+  }
   std::stable_sort(items.begin(), items.end(), [](const Item &a, const Item &b) {
     return a.request != b.request ? a.request < b.request : a.begin < b.begin;
   });
@@ -97,13 +123,20 @@ std::vector<Item> checkPlan(const DecodePlanner &planner, int alignment,
   for (int b = 0; b < static_cast<int>(lens.size()); ++b) {
     const int firstSlot = merge[2 * b], numSlots = merge[2 * b + 1];
     int key = 0, chunks = 0;
+    size_t count = 0;
+    while (next + count < items.size() && items[next + count].request == b)
+      ++count;
+    // A request of exactly one cluster's chunks merges in it, slot-free.
+    const bool inCluster = cluster > 1 && count == size_t(cluster);
     while (next < items.size() && items[next].request == b) {
       const Item &item = items[next];
       CHECK(item.begin == key);
       CHECK(item.begin % summary.chunkKeys == 0);
       CHECK((lens[b] == 0 ? item.end == 0 : item.end > item.begin));
       CHECK(item.end <= lens[b]);
-      CHECK(item.slot == (numSlots ? firstSlot + chunks : -1));
+      CHECK(item.slot == (numSlots    ? firstSlot + chunks
+                          : inCluster ? -2 - (8 * cluster + chunks)
+                                      : -1));
       key = item.end;
       ++chunks;
       ++next;
@@ -116,7 +149,7 @@ std::vector<Item> checkPlan(const DecodePlanner &planner, int alignment,
       CHECK(firstSlot == slots); // slots in request order
       slots += numSlots;
     } else {
-      CHECK(chunks == 1);
+      CHECK((chunks == 1 || inCluster));
       CHECK(firstSlot == -1);
     }
   }
@@ -279,10 +312,11 @@ TEST_CASE("random batches never overflow the fixed buffers", "[decode-plan]") {
     const int maxBatch = pick({1, 3, 64, 256});
     const int sms = pick({1, 7, 108, 132, 304});
     const bool invariant = trial % 3 == 0;
+    const int clusterParts = pick({1, 2});
     const int64_t maxSeqLen = invariant ? pick({1, 1000, 70000}) : 0;
     DecodePlanner planner =
         makePlanner(decodeSignature(heads, qLen, invariant),
-                    decodeCode(tileK, rowsPerBlock, heads),
+                    decodeCode(tileK, rowsPerBlock, heads, clusterParts),
                     {maxBatch, sms, maxSeqLen, 0, 256, 1024});
     const int batch = std::uniform_int_distribution<int>(0, maxBatch)(rng);
     const int64_t longest = invariant ? maxSeqLen : pick({1, 5000, 1 << 20});
@@ -291,7 +325,7 @@ TEST_CASE("random batches never overflow the fixed buffers", "[decode-plan]") {
       len = static_cast<int32_t>(
           std::uniform_int_distribution<int64_t>(0, longest)(rng));
     CAPTURE(trial, tileK, heads, rowsPerBlock, qLen, maxBatch, sms, invariant,
-            batch);
+            clusterParts, batch);
     // Invariant chunks are 1024 keys whatever tile_k is.
     checkPlan(planner, invariant ? 1024 : tileK, lens);
   }
@@ -409,7 +443,50 @@ TEST_CASE("bindPlan points the arguments into one device plan",
   CHECK(args.work == devicePlan + 4 + 20);
   CHECK(reinterpret_cast<uintptr_t>(args.work) % 16 == 0);
   CHECK(args.workCapacity == planner.sizes().workCapacity);
+  CHECK(args.clusterBlocks == planner.sizes().clusterBlocks);
   CHECK(args.maxBatch == 10);
   CHECK(args.partialOut == &partialOut);
   CHECK(args.partialLse == &partialLse);
+}
+
+TEST_CASE("requests of two chunks merge in their cluster", "[decode-plan]") {
+  const Signature sig = decodeSignature(16);
+  const DecodePlanner planner =
+      makePlanner(sig, decodeCode(64, 16, 16, 2), {256, 132});
+  CHECK(planner.sizes().clusterBlocks == 2);
+  SECTION("B64 S4096: every request in two chunks, no slot, no reduce") {
+    DecodePlanSummary summary;
+    const std::vector<Item> items =
+        checkPlan(planner, 64, std::vector<int32_t>(64, 4096), &summary);
+    CHECK(items.size() == 128);
+    CHECK(summary.numSlots == 0);
+    for (size_t i = 0; i < items.size(); ++i)
+      CHECK(items[i].slot == -2 - (16 + int(i % 2)));
+  }
+  SECTION("a mixed batch: groups on whole clusters, others through slots") {
+    std::vector<int32_t> lens(40, 4096);
+    lens[3] = 100;    // one chunk
+    lens[7] = 0;      // empty
+    lens[9] = 40000;  // many chunks: slots and the reduce
+    DecodePlanSummary summary;
+    const std::vector<Item> items = checkPlan(planner, 64, lens, &summary);
+    CHECK(summary.numSlots > 2);
+  }
+  SECTION("no cluster: the option, the environment, batch invariance, rows") {
+    DecodePlanOptions off = {256, 132};
+    off.clusterMerge = false;
+    CHECK(makePlanner(sig, decodeCode(64, 16, 16, 2), off).sizes().clusterBlocks == 1);
+    setenv("MLAGEN_CLUSTER_MERGE", "0", 1);
+    CHECK(makePlanner(sig, decodeCode(64, 16, 16, 2), {256, 132}).sizes().clusterBlocks == 1);
+    unsetenv("MLAGEN_CLUSTER_MERGE");
+    CHECK(makePlanner(decodeSignature(16, 1, true), decodeCode(64, 16, 16, 2),
+                      {256, 132, 4096})
+              .sizes()
+              .clusterBlocks == 1);
+    // Two row blocks a chunk: a cluster along x would span two items.
+    CHECK(makePlanner(decodeSignature(16, 2), decodeCode(64, 16, 16, 2), {256, 132})
+              .sizes()
+              .clusterBlocks == 1);
+    CHECK(makePlanner(sig, decodeCode(64, 16, 16, 1), {256, 132}).sizes().clusterBlocks == 1);
+  }
 }

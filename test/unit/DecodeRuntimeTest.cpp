@@ -270,6 +270,14 @@ TEST_CASE("runDecode launches decode then reduce with one parameter block",
     CHECK_THAT(rejection(args),
                Catch::StartsWith("batch (9) exceeds max_batch (8)"));
     args = good;
+    args.clusterBlocks = 2; // this kernel merges nothing in clusters
+    CHECK_THAT(rejection(args),
+               Catch::StartsWith("cluster_blocks (2) must be 1, or at most "
+                                 "the kernel's cluster parts (1)"));
+    args = good;
+    args.planGroups = -2;
+    CHECK(rejection(args) == "plan_groups must be >= 0, or -1 for unknown (got -2)");
+    args = good;
     args.qLen = 2;
     CHECK(rejection(args) == "q_len (2) must equal the kernel's (1)");
     args = good;
@@ -548,7 +556,7 @@ TEST_CASE("the decode C API plans and launches", "[decode-runtime]") {
               nullptr, fakeAddress<const int32_t>(0x40000), 64,
               fakeAddress<const int32_t>(0x50000), devicePlan,
               fakeAddress<float>(0x70000), fakeAddress<float>(0x80000), 3, 1,
-              16, strides, 0.07f, 1.0f, 1.0f, plan[1],
+              16, strides, 0.07f, 1.0f, 1.0f, plan[1], plan[3],
               fakeAddress<void>(0x99)) == MLAGEN_OK);
   REQUIRE(plan[1] == 12); // the 3000-key request's chunks merge
   REQUIRE(fake.log->launches.size() == 2);
@@ -562,7 +570,7 @@ TEST_CASE("the decode C API plans and launches", "[decode-runtime]") {
 
   CHECK(mlagen_decode_run(planner, nullptr, nullptr, nullptr, nullptr, nullptr,
                           64, nullptr, devicePlan, nullptr, nullptr, 3, 2, 16,
-                          nullptr, 0.07f, 1.0f, 1.0f, -1,
+                          nullptr, 0.07f, 1.0f, 1.0f, -1, -1,
                           nullptr) == MLAGEN_INVALID_ARGUMENT);
   CHECK(std::string(mlagen_last_error()) ==
         "q_len (2) must equal the kernel's (1)");
@@ -573,9 +581,19 @@ TEST_CASE("the decode C API plans and launches", "[decode-runtime]") {
                           fakeAddress<const int32_t>(0x50000), devicePlan,
                           fakeAddress<float>(0x70000),
                           fakeAddress<float>(0x80000), 3, 1, 16, strides, 0.07f,
-                          1.0f, 1.0f, -2, nullptr) == MLAGEN_INVALID_ARGUMENT);
+                          1.0f, 1.0f, -2, -1, nullptr) == MLAGEN_INVALID_ARGUMENT);
   CHECK(std::string(mlagen_last_error()) ==
         "plan_slots must be >= 0, or -1 for unknown (got -2)");
+  CHECK(mlagen_decode_run(planner, fakeAddress<const void>(0x10000),
+                          fakeAddress<const void>(0x20000),
+                          fakeAddress<void>(0x30000), nullptr,
+                          fakeAddress<const int32_t>(0x40000), 64,
+                          fakeAddress<const int32_t>(0x50000), devicePlan,
+                          fakeAddress<float>(0x70000),
+                          fakeAddress<float>(0x80000), 3, 1, 16, strides, 0.07f,
+                          1.0f, 1.0f, -1, -3, nullptr) == MLAGEN_INVALID_ARGUMENT);
+  CHECK(std::string(mlagen_last_error()) ==
+        "plan_groups must be >= 0, or -1 for unknown (got -3)");
   CHECK(fake.log->launches.size() == 2);
   mlagen_decode_planner_destroy(planner);
   mlagen_decode_planner_destroy(nullptr);
@@ -714,4 +732,32 @@ TEST_CASE("checked decode's flags become a message", "[decode-runtime]") {
         "request 3: block table entry 9999 (page 7) is outside the cache "
         "(4096 blocks)");
   CHECK(MLAGEN_DECODE_ERROR_FLAG_INTS == kDecodeErrorFlagInts);
+}
+
+TEST_CASE("runDecode launches in clusters only when the plan merges in them",
+          "[decode-runtime]") {
+  REQUIRE_COMPILE_TARGET(arch);
+  FakeDecodeRuntime fake(arch);
+  fake.generator->clusterParts = 2;
+  Signature sig = Signature::decode();
+  sig.arch = arch;
+  const Kernel *kernel = nullptr;
+  REQUIRE(fake.runtime->getKernel(sig, kernel));
+  DecodePlanner planner;
+  REQUIRE(DecodePlanner::create(*kernel, {8, 132}, planner));
+  REQUIRE(planner.sizes().clusterBlocks == 2);
+  CHECK(planner.sizes().workCapacity % 2 == 0);
+  DecodeArgs args = someDecodeArgs(sig, planner);
+  auto clusterOfLast = [&] {
+    REQUIRE(fake.runtime->runDecode(*kernel, args));
+    // The decode launch; the reduce (planSlots -1) follows it.
+    return fake.log->launches[fake.log->launches.size() - 2].geometry.clusterX;
+  };
+  CHECK(clusterOfLast() == 2u); // groups unknown
+  args.planGroups = 3;
+  CHECK(clusterOfLast() == 2u);
+  args.planGroups = 0; // nothing merges in a cluster
+  CHECK(clusterOfLast() == 1u);
+  fake.log->capturing = true; // a replay may meet a plan that does
+  CHECK(clusterOfLast() == 2u);
 }

@@ -2,7 +2,10 @@
 //
 // Decode reads each request's keys in chunks, one block per chunk, so that a
 // few long requests still fill the GPU; a request cut into several chunks is
-// merged by LSE in a second kernel (templates/DECODE_CONTRACT.md). The
+// merged by LSE in a second kernel (templates/DECODE_CONTRACT.md), or, on
+// kernels that can (CodeObject::clusterParts), inside a cluster of the
+// decode grid: its chunks run in one thread-block cluster, which adds them
+// through distributed shared memory, so the step is one launch. The
 // planner runs on the host before each step, on the sequence lengths the
 // engine holds there already (vLLM's seq_lens_cpu). It allocates nothing on
 // the device: it says how large the fixed device buffers must be, and the
@@ -23,7 +26,7 @@
 //   runtime->runDecode(*kernel, args);                       // no host sync
 //
 // The plan is one int32 array (so one copy moves it):
-//   [0, 4)                          num_work, num_slots, batch, 0
+//   [0, 4)                          num_work, num_slots, batch, merge groups
 //   [mergeOffset, +2 * maxBatch)    merge: (first_slot, num_slots) per request
 //   [workOffset, +4 * workCapacity) work: (request, key_begin, key_end, slot)
 // Only [0, usedInts) of a plan is read by the kernels.
@@ -59,12 +62,19 @@ struct DecodePlanOptions {
   // keys, whatever the batch or the device. Any value >= 1 works; a
   // multiple of the kernel's tileK leaves no tile part-used.
   int invariantChunkKeys = 1024;
+  // Merge a request of clusterBlocks chunks inside a cluster where the
+  // kernel can (sm_90a's 16-row kernels); false, or MLAGEN_CLUSTER_MERGE=0
+  // in the environment, sends every split request through the reduce.
+  bool clusterMerge = true;
 };
 
 // What the host allocates once, for any batch up to maxBatch.
 struct DecodeBufferSizes {
   int workCapacity = 0; // work items: grid.x of mlagen_decode
   int slotCapacity = 0; // partial results of split requests (>= 1)
+  // Blocks per cluster of mlagen_decode (grid.x, a multiple of it): 2 when
+  // requests of two chunks merge in their cluster, else 1.
+  int clusterBlocks = 1;
   int rows = 0;         // q rows per request: q_len * padded heads
   int64_t planInts = 0; // int32 elements of the plan
   int64_t mergeOffset = 4, workOffset = 0; // int32 offsets in the plan
@@ -75,6 +85,7 @@ struct DecodeBufferSizes {
 struct DecodePlanSummary {
   int numWork = 0;       // work items (decode blocks that do work, per y)
   int numSlots = 0;      // partial slots in use
+  int mergeGroups = 0;   // requests merged inside a cluster
   int64_t chunkKeys = 0; // keys per chunk (the last of a request: fewer)
   int64_t usedInts = 0;  // the prefix of the plan the kernels read
 };
@@ -103,7 +114,8 @@ public:
               DecodePlanSummary *summary = nullptr) const;
 
   // Points args' plan fields at a device copy of a plan (`devicePlan`, 16-
-  // byte aligned) and at the partial buffers; sets workCapacity, maxBatch.
+  // byte aligned) and at the partial buffers; sets workCapacity, maxBatch
+  // and clusterBlocks.
   void bindPlan(const int32_t *devicePlan, float *partialOut, float *partialLse,
                 DecodeArgs &args) const;
   // The same for a paged GQA decode step (a planner made from a
@@ -118,6 +130,7 @@ private:
   int tileK_ = 0;
   int blocksPerChunk_ = 0; // grid.y: decode blocks that share one chunk
   int waveBlocks_ = 0;     // blocks one wave holds: numSMs x blocks per SM
+  int clusterBlocks_ = 1;  // sizes_.clusterBlocks
 };
 
 } // namespace mlagen

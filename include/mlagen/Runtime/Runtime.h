@@ -77,6 +77,8 @@ struct CodeObject {
   // launched after entryName (see GeneratedKernel).
   int tileK = 0;
   int paddedHeads = 0;
+  // Decode only: chunks of one request merged inside a cluster (1 = none).
+  int clusterParts = 1;
   std::vector<KernelEntry> extraEntries;
   std::string cacheKey; // 32 hex digits: XXH3-128 of signature, generator,
                         // compiler and flags; names the disk entry
@@ -161,6 +163,9 @@ struct DecodeArgs {
   const int *numWork = nullptr; // int [1]
   const int *merge = nullptr;   // int2 [maxBatch]
   int workCapacity = 0;         // grid.x of mlagen_decode
+  // Blocks per thread-block cluster (DecodeBufferSizes::clusterBlocks): the
+  // plan's merge groups must meet clusters of this size. 1: no cluster.
+  int clusterBlocks = 1;
   int maxBatch = 0;             // capacity of merge: batch <= maxBatch
   // fp32 [slots, q_len * padded heads, head_dim_v] and [slots, rows]
   float *partialOut = nullptr;
@@ -170,6 +175,12 @@ struct DecodeArgs {
   // nothing, unless the stream is being captured into a graph (a replay may
   // meet a plan that splits). -1: unknown, the reduce always runs.
   int planSlots = -1;
+  // Merge groups the bound plan runs in clusters (DecodePlanSummary::
+  // mergeGroups, plan[3]), where the caller knows it; 0 lets the op launch
+  // without clusters (a little faster) outside graph capture. -1: unknown,
+  // clusters whenever clusterBlocks > 1. A plan with groups launched
+  // without clusters writes NaN rows.
+  int planGroups = -1;
   int64_t qBatchStride = 0, qTokenStride = 0, qHeadStride = 0;
   int64_t outBatchStride = 0, outTokenStride = 0, outHeadStride = 0;
   int64_t kvBlockStride = 0, kvTokenStride = 0;

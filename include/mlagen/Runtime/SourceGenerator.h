@@ -39,6 +39,9 @@ struct GeneratedKernel {
   // granularity, and the q heads the kernel computes (AMD pads them to 16).
   int tileK = 0;
   int paddedHeads = 0;
+  // Decode: the most key chunks of one request the kernel merges inside a
+  // thread-block cluster instead of through the reduce; 1 merges none.
+  int clusterParts = 1;
   std::vector<KernelEntry> extraEntries;
 };
 

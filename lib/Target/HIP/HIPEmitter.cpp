@@ -3,6 +3,9 @@
 #include "mlagen/Dialect/MLA/IR/MLAOps.h"
 #include "mlagen/Templates/Templates.h"
 
+#include "DecodeSupport.h"
+#include "TargetTable.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -121,6 +124,10 @@ LogicalResult printConfig(DecodeOp op, raw_ostream &os) {
   if (queryFP8 && cacheDType != 1)
     return op.emitOpError() << "cannot be emitted: fp8 q needs an fp8 cache";
 
+  // Chunks of one request the kernel merges inside a cluster (1: none).
+  const int64_t clusterParts =
+      getDecodeClusterParts(op, tiling, getTargetInfo(arch));
+
   printConfigHeader(op.getSymName(), arch, os);
   os << "constexpr int kHeadDimQK = " << op.getQkHeadDim() << ";\n"
      << "constexpr int kHeadDimV = " << op.getVHeadDim() << ";\n"
@@ -141,6 +148,7 @@ LogicalResult printConfig(DecodeOp op, raw_ostream &os) {
      << "constexpr int kStages = " << tiling.getStages() << ";\n"
      << "constexpr int kSharedBytes = " << launch.getSharedBytes() << ";\n"
      << "constexpr int kHeadsPerBlock = " << tiling.getHeadsPerBlock() << ";\n"
+     << "constexpr int kClusterParts = " << clusterParts << ";\n"
      << "} // namespace mlagen_config\n";
   return success();
 }

@@ -16,7 +16,11 @@ mla.decode @fp8_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1
 // SM90A-NEXT: constexpr bool kQueryFP8 = false;
 // SM90A:      constexpr int kNumWarps = 8;
 // SM90A:      constexpr int kStages = 2;
-// SM90A-NEXT: constexpr int kSharedBytes = 169384;
+// A 16-bit operand path (the producer converts to fp16) of 16 rows: chunk
+// pairs merge inside a cluster, with two more barriers.
+// SM90A-NEXT: constexpr int kSharedBytes = 202480;
+// SM90A-NEXT: constexpr int kHeadsPerBlock = 16;
+// SM90A-NEXT: constexpr int kClusterParts = 2;
 // The prelude converts in hardware; the kernel reads kv_scale from the
 // parameter block.
 // SM90A:      cvt.rn.f16x2.e4m3x2
@@ -30,6 +34,7 @@ mla.decode @fp8_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1
 // SM80:       #define MLAGEN_ARCH_SM80 1
 // SM80:       constexpr int kCacheDType = 1;
 // SM80:       constexpr int kStages = 1;
+// SM80:       constexpr int kClusterParts = 1;
 
 // gfx942 reads FNUZ, gfx950 OCP: the same instruction, each arch's encoding.
 // GFX942:     #define MLAGEN_ARCH_GFX942 1
@@ -47,3 +52,5 @@ mla.decode @fp8_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1
 // FP8Q:      constexpr bool kInputBF16 = true;
 // FP8Q-NEXT: constexpr int kCacheDType = 1;
 // FP8Q-NEXT: constexpr bool kQueryFP8 = true;
+// e4m3 operands (sm_90a) and CDNA merge no chunks inside a cluster.
+// FP8Q:      constexpr int kClusterParts = 1;

@@ -26,6 +26,7 @@ mla.decode @tp16 qk_head_dim = 576, v_head_dim = 512, q_heads = 8, q_len = 1, pa
 // CHECK-NEXT: constexpr int kStages = 1;
 // CHECK-NEXT: constexpr int kSharedBytes = 39808;
 // CHECK-NEXT: constexpr int kHeadsPerBlock = 16;
+// CHECK-NEXT: constexpr int kClusterParts = 1;
 // CHECK-NEXT: } // namespace mlagen_config
 // CHECK-NOT:  MLAGEN_TARGET_NVIDIA
 // CHECK:      __builtin_amdgcn_mfma

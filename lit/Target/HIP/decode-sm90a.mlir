@@ -1,6 +1,11 @@
 // From a decode variant as written, through the pipeline, to HIP source.
 // RUN: mlagen-opt %s --mla-legalize --mla-select-tiling --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s
 // RUN: mlagen-opt %s --mla-legalize --mla-select-tiling --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=FILLED
+// 16 rows a block (TP8, one token), not batch-invariant: the 8-warp wgmma
+// kernel merging chunk pairs inside a cluster; batch-invariant, it merges
+// none (and needs no cluster barriers).
+// RUN: sed 's/q_heads = 128, q_len = 2, page_size = 64, lse, batch_invariant,/q_heads = 16, q_len = 1, page_size = 64, lse,/' %s | mlagen-opt --mla-legalize --mla-select-tiling --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=CLUSTER
+// RUN: sed 's/q_heads = 128, q_len = 2,/q_heads = 16, q_len = 1,/' %s | mlagen-opt --mla-legalize --mla-select-tiling --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=INVARIANT
 
 // DeepSeek-V3 TP1 with 2 speculative tokens, batch-invariant, on sm_90a.
 mla.decode @deepseek_v3_tp1_mtp qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 2, page_size = 64, lse, batch_invariant, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16
@@ -31,6 +36,7 @@ mla.decode @deepseek_v3_tp1_mtp qk_head_dim = 576, v_head_dim = 512, q_heads = 1
 // CHECK-NEXT: constexpr int kStages = 2;
 // CHECK-NEXT: constexpr int kSharedBytes = 232120;
 // CHECK-NEXT: constexpr int kHeadsPerBlock = 64;
+// CHECK-NEXT: constexpr int kClusterParts = 1;
 // CHECK-NEXT: } // namespace mlagen_config
 // The NVIDIA prelude is in, the CDNA one is not, and both kernels follow.
 // CHECK-NOT:  MLAGEN_TARGET_CDNA
@@ -46,3 +52,22 @@ mla.decode @deepseek_v3_tp1_mtp qk_head_dim = 576, v_head_dim = 512, q_heads = 1
 // CHECK:      grid_dependency_wait();
 
 // FILLED-NOT: @@
+
+// CLUSTER:      constexpr int kNumHeads = 16;
+// CLUSTER:      constexpr bool kBatchInvariant = false;
+// CLUSTER-NEXT: constexpr int kTileK = 64;
+// CLUSTER-NEXT: constexpr int kNumWarps = 8;
+// CLUSTER:      constexpr int kStages = 2;
+// Two more barriers than batch-invariant's 169384 bytes.
+// CLUSTER-NEXT: constexpr int kSharedBytes = 202480;
+// CLUSTER-NEXT: constexpr int kHeadsPerBlock = 16;
+// CLUSTER-NEXT: constexpr int kClusterParts = 2;
+// CLUSTER-NEXT: } // namespace mlagen_config
+
+// INVARIANT:      constexpr int kNumHeads = 16;
+// INVARIANT:      constexpr bool kBatchInvariant = true;
+// INVARIANT-NEXT: constexpr int kTileK = 64;
+// INVARIANT-NEXT: constexpr int kNumWarps = 8;
+// INVARIANT:      constexpr int kSharedBytes = 169384;
+// INVARIANT-NEXT: constexpr int kHeadsPerBlock = 16;
+// INVARIANT-NEXT: constexpr int kClusterParts = 1;

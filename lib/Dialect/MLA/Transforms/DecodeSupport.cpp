@@ -57,6 +57,14 @@ bool mlagen::mla::isFP8OperandDecode(DecodeOp op) {
   return op.getQType() == DType::F8E4M3 && op.getKvType() == DType::F8E4M3;
 }
 
+int64_t mlagen::mla::getDecodeClusterParts(DecodeOp op, DecodeTilingAttr tiling,
+                                           const TargetInfo &target) {
+  const bool merges = isWarpgroupDecode(op, tiling, target) &&
+                      tiling.getHeadsPerBlock() == 16 &&
+                      !isFP8OperandDecode(op) && !op.getBatchInvariant();
+  return merges ? 2 : 1;
+}
+
 int64_t mlagen::mla::getDecodeSharedBytes(DecodeOp op, DecodeTilingAttr tiling,
                                           const TargetInfo &target) {
   const int64_t rows = tiling.getHeadsPerBlock(), tileK = tiling.getTileK();
@@ -67,7 +75,9 @@ int64_t mlagen::mla::getDecodeSharedBytes(DecodeOp op, DecodeTilingAttr tiling,
     // unpadded swizzled rows, per-warp row maxima of each consumer, alpha
     // and row totals (6 floats a row), q_full and, per stage, full/empty
     // barriers (with 64 rows, one full barrier per 64-column slab and one
-    // empty barrier per half, as two consumers free the halves).
+    // empty barrier per half, as two consumers free the halves) and, for
+    // cluster merging, the partner's fp32 part (O rows of 516 floats and
+    // the row LSEs) with its barrier.
     // fp8 q with an fp8 cache: Q and the tiles stay e4m3, in slabs of 128
     // columns (the last one half used), and P is e4m3 plus its residue; on
     // 12 warps two consumers take tiles in turn, each with its own P and
@@ -79,8 +89,11 @@ int64_t mlagen::mla::getDecodeSharedBytes(DecodeOp op, DecodeTilingAttr tiling,
       return 1024 + slabBytes * (rows + stages * tileK) +
              consumers * (128 * rows + 4 * 6 * rows) + 8 * (1 + 2 * stages);
     }
+    const bool merges = getDecodeClusterParts(op, tiling, target) > 1;
+    const int64_t mergeBytes = merges ? 4 * rows * (op.getVHeadDim() + 5) + 8 : 0;
     return 1024 + 2 * (rows * dqk + stages * tileK * dqk + rows * tileK) +
-           4 * 6 * rows + 8 * (1 + (rows == 64 ? qkSlabs + 2 : 2) * stages);
+           4 * 6 * rows + 8 * (1 + (rows == 64 ? qkSlabs + 2 : 2) * stages) +
+           mergeBytes;
   }
   if (isCDNA(target.arch)) {
     // Q stays in registers; rows are padded by the elements a lane holds

@@ -1,0 +1,43 @@
+# Split requests merged inside a thread-block cluster against the reduce
+# kernel, in one process on one GPU: each shape is planned twice (the second
+# plan with MLAGEN_CLUSTER_MERGE=0) and timed alternately; the outputs of the
+# two must agree. H16, bf16 or fp8 cache (bf16 q), page 64.
+import os, sys, math
+sys.path.insert(0, "bench")
+import torch
+from bench_decode import mlagen_decode, bench
+import mlagen
+
+rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
+shapes = ((64, 4096, False), (64, 1024, False), (48, 8192, False), (100, 2048, False),
+          (128, 4096, False), (128, 1024, False), (64, 4096, True), (128, 4096, True))
+for batch, seq, fp8 in shapes:
+    torch.manual_seed(0)
+    step = mlagen_decode(rt, "sm_90a", batch, 16, seq, fp8)
+    kernel, cluster_plan = step.plan.kernel, step.plan
+    os.environ["MLAGEN_CLUSTER_MERGE"] = "0"
+    reduce_plan = mlagen.DecodePlan(kernel, batch, max_seq_len=seq).update([seq] * batch)
+    del os.environ["MLAGEN_CLUSTER_MERGE"]
+    cells = {n: c.cell_contents for n, c in zip(step.__code__.co_freevars, step.__closure__)}
+    q, kv, out, table, lens, lse = (cells[k] for k in ("q", "kv", "out", "table", "lens", "lse"))
+
+    def run(plan):
+        return lambda: kernel.decode(q, kv, out, table, lens, plan, 1 / math.sqrt(192), lse=lse,
+                                     kv_scale=1 / 16 if fp8 else 1.0)
+
+    plans = (("cluster", cluster_plan), ("reduce", reduce_plan))
+    results = {}
+    for name, plan in plans:
+        out.fill_(float("nan"))
+        run(plan)()
+        torch.cuda.synchronize()
+        results[name] = (out.clone().float(), lse.clone())
+    dout = (results["cluster"][0] - results["reduce"][0]).abs().max().item()
+    dlse = (results["cluster"][1] - results["reduce"][1]).abs().max().item()
+    times = {name: [] for name, _ in plans}
+    for _ in range(3):
+        for name, plan in plans:
+            times[name].append(bench(run(plan)) * 1e3)
+    print(f"B{batch} S{seq} {'fp8' if fp8 else 'bf16'}: slots {cluster_plan.slots} / {reduce_plan.slots}; "
+          + "; ".join(f"{n} {' '.join(f'{t:.1f}' for t in times[n])} us" for n, _ in plans)
+          + f"; max |d out| {dout:.2e}, |d lse| {dlse:.2e}", flush=True)
