@@ -1,7 +1,7 @@
 # Split requests merged inside a thread-block cluster against the reduce
 # kernel, in one process on one GPU: each shape is planned twice (the second
 # plan with MLAGEN_CLUSTER_MERGE=0) and timed alternately; the outputs of the
-# two must agree. H16, bf16 or fp8 cache (bf16 q), page 64.
+# two must agree. H16, bf16, fp8 cache (bf16 q) or fp8 q and cache, page 64.
 import os, sys, math
 sys.path.insert(0, "bench")
 import torch
@@ -9,11 +9,12 @@ from bench_decode import mlagen_decode, bench
 import mlagen
 
 rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
-shapes = ((64, 4096, False), (64, 1024, False), (48, 8192, False), (100, 2048, False),
-          (128, 4096, False), (128, 1024, False), (64, 4096, True), (128, 4096, True))
-for batch, seq, fp8 in shapes:
+shapes = ((64, 4096, "bf16"), (64, 1024, "bf16"), (48, 8192, "bf16"), (128, 4096, "bf16"),
+          (64, 4096, "fp8"), (64, 4096, "fp8q"), (64, 1024, "fp8q"), (128, 4096, "fp8q"))
+for batch, seq, kind in shapes:
     torch.manual_seed(0)
-    step = mlagen_decode(rt, "sm_90a", batch, 16, seq, fp8)
+    fp8, fp8_q = kind != "bf16", kind == "fp8q"
+    step = mlagen_decode(rt, "sm_90a", batch, 16, seq, fp8, fp8_q)
     kernel, cluster_plan = step.plan.kernel, step.plan
     os.environ["MLAGEN_CLUSTER_MERGE"] = "0"
     reduce_plan = mlagen.DecodePlan(kernel, batch, max_seq_len=seq).update([seq] * batch)
@@ -23,7 +24,8 @@ for batch, seq, fp8 in shapes:
 
     def run(plan):
         return lambda: kernel.decode(q, kv, out, table, lens, plan, 1 / math.sqrt(192), lse=lse,
-                                     kv_scale=1 / 16 if fp8 else 1.0)
+                                     kv_scale=1 / 16 if fp8 else 1.0,
+                                     q_scale=1 / 32 if fp8_q else 1.0)
 
     plans = (("cluster", cluster_plan), ("reduce", reduce_plan))
     results = {}
@@ -38,6 +40,6 @@ for batch, seq, fp8 in shapes:
     for _ in range(3):
         for name, plan in plans:
             times[name].append(bench(run(plan)) * 1e3)
-    print(f"B{batch} S{seq} {'fp8' if fp8 else 'bf16'}: slots {cluster_plan.slots} / {reduce_plan.slots}; "
+    print(f"B{batch} S{seq} {kind}: slots {cluster_plan.slots} / {reduce_plan.slots}; "
           + "; ".join(f"{n} {' '.join(f'{t:.1f}' for t in times[n])} us" for n, _ in plans)
           + f"; max |d out| {dout:.2e}, |d lse| {dlse:.2e}", flush=True)

@@ -18,15 +18,16 @@ mla.decode @sm_90a_64_rows qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q
 
 // fp8 q on an fp8 cache (sm_90a, e4m3 products): raw e4m3 slabs of 128
 // columns, 5 a row: 1024 + 640 * (16 + 3 * 64) + 128 * 16 (P) + 24 * 16 +
-// 8 * (1 + 2 * 3) = 136632.
+// 8 * (1 + 2 * 3) = 136632, and the cluster merge's receive area, 4 * 16 *
+// (512 + 5) + 8 = 33096: 169728.
 // CHECK-LABEL: mla.decode @sm_90a_fp8_q
-//  CHECK-SAME:   launch = <entry = "mlagen_decode", threads = 256, shared_bytes = 136632>,
+//  CHECK-SAME:   launch = <entry = "mlagen_decode", threads = 256, shared_bytes = 169728>,
 mla.decode @sm_90a_fp8_q qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, arch = sm_90a, tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 8, wave_size = 32, stages = 3>, q_type = f8E4M3, kv_type = f8E4M3, out_type = bf16
 // Two consumers taking tiles in turn (12 warps) each have their own P slab
 // and row floats: 1024 + 640 * (16 + 3 * 64) + 2 * (128 * 16 + 24 * 16) +
-// 8 * (1 + 2 * 3) = 139064.
+// 8 * (1 + 2 * 3) = 139064, and the receive area: 172160.
 // CHECK-LABEL: mla.decode @sm_90a_fp8_q_paired
-//  CHECK-SAME:   launch = <entry = "mlagen_decode", threads = 384, shared_bytes = 139064>,
+//  CHECK-SAME:   launch = <entry = "mlagen_decode", threads = 384, shared_bytes = 172160>,
 mla.decode @sm_90a_fp8_q_paired qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, arch = sm_90a, tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 12, wave_size = 32, stages = 3>, q_type = f8E4M3, kv_type = f8E4M3, out_type = bf16
 
 // CDNA keeps Q in registers; rows padded by MFMA depth / 4 = 4 elements:

@@ -154,11 +154,9 @@ struct Job {
   int block_end;  // one past the last key some row of this block sees
   int mask_from;  // keys at or past this are invisible to some row
   int seq_len;
-  int slot;       // -1: final output, else the partial slot
-  // Merged inside the cluster (DECODE_CONTRACT.md): the request's chunks in
-  // merge_parts adjacent blocks, this one the merge_rank-th; 0: not merged.
-  int merge_parts;
-  int merge_rank;
+  // -1: final output; <= -2: final output merged inside the cluster
+  // (merge_parts, merge_rank); else the partial slot.
+  int slot;
   int row0;       // first q row of the block
   float unit;     // softmax_scale * kv_scale * log2(e): raw q.k -> log2-unit logit
   float v_scale;  // kv_scale (fp8 cache) or 1: multiplies the normalised output
@@ -216,12 +214,18 @@ MLAGEN_DEVICE int check_request(const mlagen_decode_params &p, int batch, int se
   return 0;
 }
 
+// A request merged inside the cluster (DECODE_CONTRACT.md): slot -2 - (8
+// parts + rank), its chunks in `parts` adjacent blocks, this one the
+// rank-th; merge_parts 0: not merged so.
+MLAGEN_DEVICE int merge_parts(const Job &job) { return job.slot < -1 ? (-2 - job.slot) / 8 : 0; }
+MLAGEN_DEVICE int merge_rank(const Job &job) { return (-2 - job.slot) % 8; }
+
 // Whether the block's cluster is exactly its item's merge group, in order
 // (the planner's clusterBlocks: see DecodePlan.h).
 MLAGEN_DEVICE bool in_merge_cluster(const Job &job) {
 #if MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
-  return kClusterParts > 1 && job.merge_parts == kClusterParts && (int)sm90::cluster_blocks() == job.merge_parts &&
-         (int)sm90::cluster_rank() == job.merge_rank;
+  return kClusterParts > 1 && merge_parts(job) == kClusterParts && (int)sm90::cluster_blocks() == kClusterParts &&
+         (int)sm90::cluster_rank() == merge_rank(job);
 #else
   return false;
 #endif
@@ -244,14 +248,6 @@ MLAGEN_DEVICE bool load_job(const mlagen_decode_params &p, Job &job) {
   job.slot = item[3];
   if (index >= *p.num_work)
     return false;
-  job.merge_parts = 0;
-  job.merge_rank = 0;
-  if (job.slot < -1) { // slot -2 - (8 parts + rank): merged in the cluster, no partial slot
-    const int code = -2 - job.slot;
-    job.merge_parts = code / 8;
-    job.merge_rank = code % 8;
-    job.slot = -1;
-  }
   job.seq_len = p.seq_lens[job.batch];
   if (p.error_flags) {
     int value, page;
@@ -274,11 +270,13 @@ MLAGEN_DEVICE bool load_job(const mlagen_decode_params &p, Job &job) {
   job.mask_from = job.row_end(job.row0);
   job.unit = kCacheFP8 ? p.softmax_scale * p.kv_scale * kLog2e : p.softmax_scale * kLog2e;
   job.v_scale = kCacheFP8 ? p.kv_scale : 1.0f;
-  if (job.merge_parts > 0 && !in_merge_cluster(job)) {
-    // The plan's groups do not match the launch's clusters (a plan of
-    // another planner, or a launch without its cluster): no block may wait
-    // for a partner that is not there. The rows come out NaN.
-    job.merge_parts = 0;
+  if (kClusterParts > 1 && job.slot < -1 && !in_merge_cluster(job)) {
+    // The plan's groups do not match the launch's clusters (a launch
+    // without its cluster): no block may wait for a partner that is not
+    // there. The rows come out NaN. (Kernels that merge nothing in
+    // clusters get no such item from their planner; the test would cost
+    // the 12-warp fp8 kernel of 32 rows a spill.)
+    job.slot = -1;
     job.v_scale = __builtin_bit_cast(float, 0x7fc00000u);
   }
   return true;
@@ -954,9 +952,8 @@ constexpr int kRowFloats = kConsumerRowFloats * kPSlabs;
 // leader's receive area, a region of its own so that the copy need not
 // wait for the leader's products, and arrives on the leader's merge_recv.
 constexpr int kPartBytes = kRowsN * kOutStride * 4 + kRowsN * 4;
-static_assert(kClusterParts == 1 || (kClusterParts == 2 && kWarpgroupDecode && kRowsN == 16 && !kFP8Operands &&
-                                     !kSplitStages),
-              "cluster merging: pairs, on the 16-row wgmma kernel of a 16-bit operand path");
+static_assert(kClusterParts == 1 || (kClusterParts == 2 && kWarpgroupDecode && kRowsN == 16 && !kSplitStages),
+              "cluster merging: pairs, on the 16-row wgmma kernels");
 static_assert(kPartBytes <= kStages * kStageBytes, "a part is staged in the stage buffers");
 constexpr int kMergeBytes = kClusterParts > 1 ? kPartBytes + 8 : 0; // receive area, merge_recv
 constexpr int kSharedBytesUsed =
@@ -990,9 +987,10 @@ struct Layout {
     return bars + 8 * (1 + kStages * kFullPerStage + stage * kEmptyPerStage + half);
   }
   MLAGEN_DEVICE u32 merge_recv() const { return bars + 8 * kNumBarriers; }
-  float *parts; // kv as a pointer: this block's part, the staged O
-  u32 received; // the leader's receive area (kMergeBytes before bars)
-  float *received_part;
+  MLAGEN_DEVICE u32 received() const { return bars - kPartBytes; } // the partner's part
+  // A merge pair's row LSEs, in the place of warp 0's row sums (read by
+  // the same threads just before).
+  MLAGEN_DEVICE float *part_lse() const { return red; }
   MLAGEN_DEVICE u32 stage(int it) const { return kv + (it % kStages) * kStageBytes; }
   MLAGEN_DEVICE u32 residue() const { return kv + kStageBytes; }
 };
@@ -1401,8 +1399,8 @@ MLAGEN_DEVICE void finish_rows(const Job &job, const Output &output, const Layou
 #pragma unroll
     for (int hd = 0; hd < kRowsN / 4; ++hd) {
       const int r = q_row_of(hd, quad);
-      if (kClusterParts > 1 && job.merge_parts > 1)
-        lay.parts[kRowsN * kOutStride + r] = rows[hd].lse(lay.total[r]); // merge_in_cluster adds it
+      if (kClusterParts > 1 && merge_parts(job) > 1)
+        lay.part_lse()[r] = rows[hd].lse(lay.total[r]); // merge_in_cluster adds it
       else if (is_real_row(job.row0 + r))
         output.store_lse(job.row0 + r, rows[hd].lse(lay.total[r]));
     }
@@ -1432,14 +1430,15 @@ MLAGEN_DEVICE void write_staged(const Job &job, const Output &output, const floa
 // then the row LSEs). The partner copies its part into the leader's
 // receive area and leaves; the leader adds the two by LSE, as
 // mlagen_decode_reduce would, and writes the output.
-MLAGEN_DEVICE void merge_in_cluster(const Job &job, const Output &output, const Layout &lay, int warp, int lane) {
+MLAGEN_DEVICE void merge_in_cluster(const Job &job, const Output &output, const Layout &lay, const float *own,
+                                    int warp, int lane) {
   static_assert(kHeadDimV / 4 == 128, "a thread per column quad");
   const int tid = warp * 32 + lane;
-  const float *own = lay.parts;
+  const float *own_lse = lay.part_lse();
   sm90::named_barrier_sync(1, 128); // this block's part is staged
-  if (job.merge_rank != 0) {
-    const u32 leader = sm90::cluster_rank() - job.merge_rank;
-    const u32 to = sm90::cluster_address(lay.received, leader);
+  if (merge_rank(job) != 0) {
+    const u32 leader = sm90::cluster_rank() - merge_rank(job);
+    const u32 to = sm90::cluster_address(lay.received(), leader);
     sm90::cluster_wait(); // the leader has started, merge_recv exists
 #pragma unroll
     for (int r = 0; r < kRowsN; ++r) {
@@ -1447,19 +1446,19 @@ MLAGEN_DEVICE void merge_in_cluster(const Job &job, const Output &output, const 
       sm90::store_remote_f32x4(to + (r * kOutStride + 4 * tid) * 4, v.x, v.y, v.z, v.w);
     }
     if (tid < kRowsN / 4) {
-      const Float4 v = *reinterpret_cast<const Float4 *>(own + kRowsN * kOutStride + 4 * tid);
+      const Float4 v = *reinterpret_cast<const Float4 *>(own_lse + 4 * tid);
       sm90::store_remote_f32x4(to + (kRowsN * kOutStride + 4 * tid) * 4, v.x, v.y, v.z, v.w);
     }
     sm90::mbarrier_arrive_remote(sm90::cluster_address(lay.merge_recv(), leader));
     return;
   }
   sm90::mbarrier_wait_cluster(lay.merge_recv(), 0);
-  const float *other = lay.received_part;
+  const float *other = own + (lay.received() - lay.kv) / 4; // own is lay.kv's part
   const int col = 4 * tid;
 #pragma unroll
   for (int r = 0; r < kRowsN; ++r) {
     const int g = job.row0 + r;
-    const float lse0 = own[kRowsN * kOutStride + r], lse1 = other[kRowsN * kOutStride + r];
+    const float lse0 = own_lse[r], lse1 = other[kRowsN * kOutStride + r];
     const float max_lse = max_float(lse0, lse1);
     // Both parts empty (no key visible): weights 0, output 0, lse -inf.
     const float shift = max_lse == kNegInf ? 0.0f : max_lse * kLog2e;
@@ -1475,6 +1474,16 @@ MLAGEN_DEVICE void merge_in_cluster(const Job &job, const Output &output, const 
     if (tid == 0)
       output.store_lse(g, weight > 0.0f ? max_lse + log2_approx(weight) * kLn2 : kNegInf);
   }
+}
+
+// One consumer's staged rows (consumer 0's with paired consumers) out, or
+// into the pair's merge.
+MLAGEN_DEVICE void write_or_merge(const Job &job, const Output &output, const Layout &lay, const float *staged,
+                                  int warp, int lane) {
+  if (kClusterParts > 1 && merge_parts(job) > 1)
+    merge_in_cluster(job, output, lay, staged, warp, lane);
+  else
+    write_staged(job, output, staged, warp, lane);
 }
 
 // S^T's k-steps go round kSChains accumulators. The tensor cores add e4m3
@@ -1613,10 +1622,7 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
       staged[r * kOutStride + col + 8] = o[c][e0 + 2] * scale;
     }
   }
-  if (kClusterParts > 1 && job.merge_parts > 1)
-    merge_in_cluster(job, output, lay, warp, lane);
-  else
-    write_staged(job, output, staged, warp, lane);
+  write_or_merge(job, output, lay, staged, warp, lane);
 }
 
 // fp8 operands (kFP8Operands), each consumer. Per tile:
@@ -1700,8 +1706,12 @@ MLAGEN_DEVICE void merge_pair(const Job &job, const Output &output, const Layout
     const float sum = t0 * f0 + t1 * f1;
     scale[hd] = RowState::output_scale(sum) * (consumer == 0 ? f0 : f1) * (job.v_scale / kPScale);
     rows[hd].max = joint;
-    if (consumer == 0 && warp == 0 && group == 0 && is_real_row(job.row0 + r))
-      output.store_lse(job.row0 + r, rows[hd].lse(sum));
+    if (consumer == 0 && warp == 0 && group == 0) {
+      if (kClusterParts > 1 && merge_parts(job) > 1)
+        lay.part_lse()[r] = rows[hd].lse(sum); // merge_in_cluster adds it
+      else if (is_real_row(job.row0 + r))
+        output.store_lse(job.row0 + r, rows[hd].lse(sum));
+    }
   }
   if (consumer == 1) {
     stage_fp8_rows<false>(o, scale, staged, warp, lane);
@@ -1710,7 +1720,7 @@ MLAGEN_DEVICE void merge_pair(const Job &job, const Output &output, const Layout
   }
   sm90::named_barrier_sync(kBarHanded, 256);
   stage_fp8_rows<true>(o, scale, staged, warp, lane);
-  write_staged(job, output, staged, warp, lane);
+  write_or_merge(job, output, lay, staged, warp, lane);
 }
 
 template <int consumer>
@@ -1878,7 +1888,7 @@ MLAGEN_DEVICE void consume_fp8(const Job &job, const Output &output, const Layou
   for (int hd = 0; hd < kHd; ++hd)
     scale[hd] = RowState::output_scale(lay.total[q_row_of(hd, quad)]) * (job.v_scale / kPScale);
   stage_fp8_rows<false>(o, scale, staged, warp, lane);
-  write_staged(job, output, staged, warp, lane);
+  write_or_merge(job, output, lay, staged, warp, lane);
 }
 
 // 64 q rows (two consumers): Q is the M of both products, as in FlashMLA.
@@ -2304,11 +2314,8 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
   lay.p = lay.kv + kStages * kStageBytes;
   lay.red = reinterpret_cast<float *>(aligned + (lay.p + kPSlabs * kPBytes - base) / 2);
   lay.total = lay.red + 5 * kRowsN;
-  lay.received = lay.p + kPSlabs * kPBytes + 4 * kRowFloats;
-  lay.received_part = reinterpret_cast<float *>(aligned + (lay.received - base) / 2);
-  lay.bars = lay.received + (kClusterParts > 1 ? kPartBytes : 0);
+  lay.bars = lay.p + kPSlabs * kPBytes + 4 * kRowFloats + (kClusterParts > 1 ? kPartBytes : 0);
   float *const staged = reinterpret_cast<float *>(aligned + (lay.kv - base) / 2);
-  lay.parts = staged;
 
   const int tid = thread_index();
   const bool bulk = kBulkTiles && kv_map != nullptr;

@@ -17,7 +17,7 @@ mla.decode @fp8_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1
 // SM90A:      constexpr int kNumWarps = 8;
 // SM90A:      constexpr int kStages = 2;
 // A 16-bit operand path (the producer converts to fp16) of 16 rows: chunk
-// pairs merge inside a cluster, with two more barriers.
+// pairs merge inside a cluster, with the partner's receive area.
 // SM90A-NEXT: constexpr int kSharedBytes = 202480;
 // SM90A-NEXT: constexpr int kHeadsPerBlock = 16;
 // SM90A-NEXT: constexpr int kClusterParts = 2;
@@ -47,10 +47,12 @@ mla.decode @fp8_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1
 
 // fp8 q: the same kernel with q read as fp8 bytes (its scale is folded into
 // softmax_scale by the runtime).
-// RUN: sed 's/q_type = bf16, kv_type = f8E4M3/q_type = f8E4M3, kv_type = f8E4M3/' %s | mlagen-opt --mla-legalize --mla-select-tiling=arch=sm_90a --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=FP8Q
-// RUN: sed 's/q_type = bf16, kv_type = f8E4M3/q_type = f8E4M3, kv_type = f8E4M3/' %s | mlagen-opt --mla-legalize --mla-select-tiling=arch=gfx942 --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=FP8Q
+// RUN: sed 's/q_type = bf16, kv_type = f8E4M3/q_type = f8E4M3, kv_type = f8E4M3/' %s | mlagen-opt --mla-legalize --mla-select-tiling=arch=sm_90a --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefixes=FP8Q,FP8Q-SM90A
+// RUN: sed 's/q_type = bf16, kv_type = f8E4M3/q_type = f8E4M3, kv_type = f8E4M3/' %s | mlagen-opt --mla-legalize --mla-select-tiling=arch=gfx942 --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefixes=FP8Q,FP8Q-CDNA
 // FP8Q:      constexpr bool kInputBF16 = true;
 // FP8Q-NEXT: constexpr int kCacheDType = 1;
 // FP8Q-NEXT: constexpr bool kQueryFP8 = true;
-// e4m3 operands (sm_90a) and CDNA merge no chunks inside a cluster.
-// FP8Q:      constexpr int kClusterParts = 1;
+// sm_90a's e4m3-operand kernel of 16 rows merges pairs in a cluster; CDNA
+// merges nothing so.
+// FP8Q-SM90A: constexpr int kClusterParts = 2;
+// FP8Q-CDNA:  constexpr int kClusterParts = 1;

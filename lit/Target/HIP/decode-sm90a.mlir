@@ -58,7 +58,8 @@ mla.decode @deepseek_v3_tp1_mtp qk_head_dim = 576, v_head_dim = 512, q_heads = 1
 // CLUSTER-NEXT: constexpr int kTileK = 64;
 // CLUSTER-NEXT: constexpr int kNumWarps = 8;
 // CLUSTER:      constexpr int kStages = 2;
-// Two more barriers than batch-invariant's 169384 bytes.
+// The receive area of a merge pair (4 * 16 * (512 + 5) + 8 = 33096 bytes)
+// beyond batch-invariant's 169384.
 // CLUSTER-NEXT: constexpr int kSharedBytes = 202480;
 // CLUSTER-NEXT: constexpr int kHeadsPerBlock = 16;
 // CLUSTER-NEXT: constexpr int kClusterParts = 2;

@@ -61,7 +61,7 @@ int64_t mlagen::mla::getDecodeClusterParts(DecodeOp op, DecodeTilingAttr tiling,
                                            const TargetInfo &target) {
   const bool merges = isWarpgroupDecode(op, tiling, target) &&
                       tiling.getHeadsPerBlock() == 16 &&
-                      !isFP8OperandDecode(op) && !op.getBatchInvariant();
+                      !op.getBatchInvariant();
   return merges ? 2 : 1;
 }
 
@@ -83,14 +83,15 @@ int64_t mlagen::mla::getDecodeSharedBytes(DecodeOp op, DecodeTilingAttr tiling,
     // 12 warps two consumers take tiles in turn, each with its own P and
     // row floats.
     const int64_t qkSlabs = dqk / 64;
+    const bool merges = getDecodeClusterParts(op, tiling, target) > 1;
+    const int64_t mergeBytes = merges ? 4 * rows * (op.getVHeadDim() + 5) + 8 : 0;
     if (isFP8OperandDecode(op)) {
       const int64_t slabBytes = 128 * ((dqk + 127) / 128);
       const int64_t consumers = warps == 12 ? 2 : 1;
       return 1024 + slabBytes * (rows + stages * tileK) +
-             consumers * (128 * rows + 4 * 6 * rows) + 8 * (1 + 2 * stages);
+             consumers * (128 * rows + 4 * 6 * rows) + 8 * (1 + 2 * stages) +
+             mergeBytes;
     }
-    const bool merges = getDecodeClusterParts(op, tiling, target) > 1;
-    const int64_t mergeBytes = merges ? 4 * rows * (op.getVHeadDim() + 5) + 8 : 0;
     return 1024 + 2 * (rows * dqk + stages * tileK * dqk + rows * tileK) +
            4 * 6 * rows + 8 * (1 + (rows == 64 ? qkSlabs + 2 : 2) * stages) +
            mergeBytes;
