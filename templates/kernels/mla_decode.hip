@@ -952,8 +952,9 @@ constexpr int kRowFloats = kConsumerRowFloats * kPSlabs;
 // leader's receive area, a region of its own so that the copy need not
 // wait for the leader's products, and arrives on the leader's merge_recv.
 constexpr int kPartBytes = kRowsN * kOutStride * 4 + kRowsN * 4;
-static_assert(kClusterParts == 1 || (kClusterParts == 2 && kWarpgroupDecode && kRowsN == 16 && !kSplitStages),
-              "cluster merging: pairs, on the 16-row wgmma kernels");
+static_assert(kClusterParts == 1 || (kClusterParts == 2 && kWarpgroupDecode && kRowsN == 16 && !kSplitStages &&
+                                     (kFP8Operands || !kCacheFP8)),
+              "cluster merging: pairs, on the 16-row wgmma kernels whose tiles bypass L1");
 static_assert(kPartBytes <= kStages * kStageBytes, "a part is staged in the stage buffers");
 constexpr int kMergeBytes = kClusterParts > 1 ? kPartBytes + 8 : 0; // receive area, merge_recv
 constexpr int kSharedBytesUsed =

@@ -16,11 +16,11 @@ mla.decode @fp8_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1
 // SM90A-NEXT: constexpr bool kQueryFP8 = false;
 // SM90A:      constexpr int kNumWarps = 8;
 // SM90A:      constexpr int kStages = 2;
-// A 16-bit operand path (the producer converts to fp16) of 16 rows: chunk
-// pairs merge inside a cluster, with the partner's receive area.
-// SM90A-NEXT: constexpr int kSharedBytes = 202480;
+// The producer converts the tiles to fp16 through registers and L1: no
+// chunk pairs merge inside a cluster (the receive area would shrink L1).
+// SM90A-NEXT: constexpr int kSharedBytes = 169384;
 // SM90A-NEXT: constexpr int kHeadsPerBlock = 16;
-// SM90A-NEXT: constexpr int kClusterParts = 2;
+// SM90A-NEXT: constexpr int kClusterParts = 1;
 // The prelude converts in hardware; the kernel reads kv_scale from the
 // parameter block.
 // SM90A:      cvt.rn.f16x2.e4m3x2

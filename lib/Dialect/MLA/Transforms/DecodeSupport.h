@@ -32,7 +32,8 @@ bool isFP8OperandDecode(DecodeOp op);
 /// The most key chunks of one request that mlagen_decode merges inside a
 /// thread-block cluster, through distributed shared memory, instead of
 /// through mlagen_decode_reduce; 1: none. 2 for sm_90a's 16-row wgmma
-/// kernels (not batch-invariant): a pair's leader receives its partner's fp32 part
+/// kernels (not batch-invariant, not an fp8 cache read with bf16 q, whose
+/// stream goes through L1): a pair's leader receives its partner's fp32 part
 /// (16 rows) in 32 KB of its own beside the stages, and clusters of 2 tile
 /// every H100/H200 GPC.
 int64_t getDecodeClusterParts(DecodeOp op, DecodeTilingAttr tiling,
