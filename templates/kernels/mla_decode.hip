@@ -1453,7 +1453,7 @@ MLAGEN_DEVICE void merge_in_cluster(const Job &job, const Output &output, const 
     sm90::mbarrier_arrive_remote(sm90::cluster_address(lay.merge_recv(), leader));
     return;
   }
-  sm90::mbarrier_wait_cluster(lay.merge_recv(), 0);
+  sm90::mbarrier_wait<true>(lay.merge_recv(), 0);
   const float *other = own + (lay.received() - lay.kv) / 4; // own is lay.kv's part
   const int col = 4 * tid;
 #pragma unroll

@@ -252,14 +252,24 @@ MLAGEN_DEVICE void mbarrier_arrive(u32 bar) {
                : "memory");
 }
 // Waits until the barrier's phase of parity `parity` has completed.
+// kCluster: arrivals came from other blocks of the cluster, whose stores
+// before them are visible once it returns.
+template <bool kCluster = false>
 MLAGEN_DEVICE void mbarrier_wait(u32 bar, u32 parity) {
   u32 done;
   do {
-    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                 "selp.u32 %0, 1, 0, p;\n}"
-                 : "=r"(done)
-                 : "r"(bar), "r"(parity)
-                 : "memory");
+    if (kCluster)
+      asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+                   "selp.u32 %0, 1, 0, p;\n}"
+                   : "=r"(done)
+                   : "r"(bar), "r"(parity)
+                   : "memory");
+    else
+      asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                   "selp.u32 %0, 1, 0, p;\n}"
+                   : "=r"(done)
+                   : "r"(bar), "r"(parity)
+                   : "memory");
   } while (!done);
 }
 // One arrival on `bar` once all of this thread's earlier cp.async copies
@@ -327,18 +337,6 @@ MLAGEN_DEVICE void cluster_wait() { asm volatile("barrier.cluster.wait.acquire;"
 // ordered after this thread's earlier stores to that block.
 MLAGEN_DEVICE void mbarrier_arrive_remote(u32 bar) {
   asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-// mbarrier_wait whose arrivals came from other blocks: their stores are
-// visible once it returns.
-MLAGEN_DEVICE void mbarrier_wait_cluster(u32 bar, u32 parity) {
-  u32 done;
-  do {
-    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-                 "selp.u32 %0, 1, 0, p;\n}"
-                 : "=r"(done)
-                 : "r"(bar), "r"(parity)
-                 : "memory");
-  } while (!done);
 }
 MLAGEN_DEVICE void store_remote_f32x4(u32 addr, float x, float y, float z, float w) {
   asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(x), "f"(y), "f"(z), "f"(w)

@@ -175,7 +175,7 @@ TEST_CASE("a manifest records cluster_parts, 1 where an older one lacks it",
   code.arch = Arch::SM90A;
   code.entryName = "mlagen_decode";
   code.threadsPerBlock = 256;
-  code.sharedBytes = 169400;
+  code.sharedBytes = 202480;
   code.tileQ = 16;
   code.tileK = 64;
   code.paddedHeads = 16;

@@ -574,24 +574,20 @@ TEST_CASE("the decode C API plans and launches", "[decode-runtime]") {
                           nullptr) == MLAGEN_INVALID_ARGUMENT);
   CHECK(std::string(mlagen_last_error()) ==
         "q_len (2) must equal the kernel's (1)");
-  CHECK(mlagen_decode_run(planner, fakeAddress<const void>(0x10000),
-                          fakeAddress<const void>(0x20000),
-                          fakeAddress<void>(0x30000), nullptr,
-                          fakeAddress<const int32_t>(0x40000), 64,
-                          fakeAddress<const int32_t>(0x50000), devicePlan,
-                          fakeAddress<float>(0x70000),
-                          fakeAddress<float>(0x80000), 3, 1, 16, strides, 0.07f,
-                          1.0f, 1.0f, -2, -1, nullptr) == MLAGEN_INVALID_ARGUMENT);
+  // A good step but for the plan's slot or merge-group count.
+  auto runWithCounts = [&](int planSlots, int planGroups) {
+    return mlagen_decode_run(
+        planner, fakeAddress<const void>(0x10000),
+        fakeAddress<const void>(0x20000), fakeAddress<void>(0x30000), nullptr,
+        fakeAddress<const int32_t>(0x40000), 64,
+        fakeAddress<const int32_t>(0x50000), devicePlan,
+        fakeAddress<float>(0x70000), fakeAddress<float>(0x80000), 3, 1, 16,
+        strides, 0.07f, 1.0f, 1.0f, planSlots, planGroups, nullptr);
+  };
+  CHECK(runWithCounts(-2, -1) == MLAGEN_INVALID_ARGUMENT);
   CHECK(std::string(mlagen_last_error()) ==
         "plan_slots must be >= 0, or -1 for unknown (got -2)");
-  CHECK(mlagen_decode_run(planner, fakeAddress<const void>(0x10000),
-                          fakeAddress<const void>(0x20000),
-                          fakeAddress<void>(0x30000), nullptr,
-                          fakeAddress<const int32_t>(0x40000), 64,
-                          fakeAddress<const int32_t>(0x50000), devicePlan,
-                          fakeAddress<float>(0x70000),
-                          fakeAddress<float>(0x80000), 3, 1, 16, strides, 0.07f,
-                          1.0f, 1.0f, -1, -3, nullptr) == MLAGEN_INVALID_ARGUMENT);
+  CHECK(runWithCounts(-1, -3) == MLAGEN_INVALID_ARGUMENT);
   CHECK(std::string(mlagen_last_error()) ==
         "plan_groups must be >= 0, or -1 for unknown (got -3)");
   CHECK(fake.log->launches.size() == 2);
