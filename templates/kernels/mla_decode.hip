@@ -1694,7 +1694,7 @@ MLAGEN_DEVICE void merge_pair(const Job &job, const Output &output, const Layout
       maxima[q_row_of(hd, quad)] = rows[hd].max;
   // Both consumers' rows published, every product of both done: the stage
   // buffers are free for the staging of O.
-  sm90::named_barrier_sync(kBarPair, 256);
+  sm90::split_barrier_sync(kBarPair, 256);
   float scale[kHd];
 #pragma unroll
   for (int hd = 0; hd < kHd; ++hd) {
@@ -1716,10 +1716,10 @@ MLAGEN_DEVICE void merge_pair(const Job &job, const Output &output, const Layout
   }
   if (consumer == 1) {
     stage_fp8_rows<false>(o, scale, staged, warp, lane);
-    sm90::named_barrier_arrive(kBarHanded, 256);
+    sm90::split_barrier_arrive(kBarHanded, 256);
     return;
   }
-  sm90::named_barrier_sync(kBarHanded, 256);
+  sm90::split_barrier_sync(kBarHanded, 256);
   stage_fp8_rows<true>(o, scale, staged, warp, lane);
   write_or_merge(job, output, lay, staged, warp, lane);
 }
@@ -2134,7 +2134,7 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
           s_alpha0[row0 + 8 * r] = alpha_a[r];
         }
       }
-      sm90::named_barrier_arrive(kBarScale0, kConsumerThreads);
+      sm90::split_barrier_arrive(kBarScale0, kConsumerThreads);
 #pragma unroll
       for (int r = 0; r < 2; ++r)
         sum[r] = sum[r] * alpha_a[r] + tile_sum[r];
@@ -2161,20 +2161,20 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
       sm90::fence_array(p);
       free_half(a, 0, pages[0]);
       if (has_b) {
-        sm90::named_barrier_sync(kBarScale1, kConsumerThreads);
+        sm90::split_barrier_sync(kBarScale1, kConsumerThreads);
 #pragma unroll
         for (int r = 0; r < 2; ++r)
           alpha_b[r] = s_alpha1[row0 + 8 * r];
       }
       store_rows_p<kFewKeys>(lay.stage(a) + 8 * kSlabBytes, lay.residue(), s, alpha_b, row0, quad);
       sm90::fence_proxy_async(); // P_a is read by wgmma (the async proxy)
-      sm90::named_barrier_arrive(kBarPa, kConsumerThreads);
+      sm90::split_barrier_arrive(kBarPa, kConsumerThreads);
       if (has_b) {
 #pragma unroll
         for (int r = 0; r < 2; ++r)
           sum[r] *= alpha_b[r];
         rescale(alpha_b);
-        sm90::named_barrier_sync(kBarPb, kConsumerThreads);
+        sm90::split_barrier_sync(kBarPb, kConsumerThreads);
         sm90::fence_array(o);
         sm90::wgmma_fence();
         pv_shared(b, p_desc);
@@ -2200,7 +2200,7 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
       float max_a[2], alpha_a[2];
       sm90::wgmma_wait<0>(); // S_b (none pending without b)
       sm90::fence_array(s);
-      sm90::named_barrier_sync(kBarScale0, kConsumerThreads);
+      sm90::split_barrier_sync(kBarScale0, kConsumerThreads);
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         max_a[r] = s_max[row0 + 8 * r];
@@ -2216,11 +2216,11 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
             s_alpha1[row0 + 8 * r] = alpha_b[r];
           }
         }
-        sm90::named_barrier_arrive(kBarScale1, kConsumerThreads);
+        sm90::split_barrier_arrive(kBarScale1, kConsumerThreads);
         const float one[2] = {1.0f, 1.0f};
         store_rows_p<false>(lay.p, 0, s, one, row0, quad);
         sm90::fence_proxy_async();
-        sm90::named_barrier_arrive(kBarPb, kConsumerThreads);
+        sm90::split_barrier_arrive(kBarPb, kConsumerThreads);
         float alpha[2];
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
@@ -2239,7 +2239,7 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
           sum[r] *= alpha_a[r];
         rescale(alpha_a);
       }
-      sm90::named_barrier_sync(kBarPa, kConsumerThreads);
+      sm90::split_barrier_sync(kBarPa, kConsumerThreads);
       sm90::fence_array(o);
       sm90::wgmma_fence();
       pv_shared(a, sm90::smem_desc_sw128(lay.stage(a) + 8 * kSlabBytes, 16));
@@ -2268,7 +2268,7 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
       s_sum[consumer * 64 + row0 + 8 * r] = sum[r];
   }
   // Row sums visible, and every product done: the stage buffers are free.
-  sm90::named_barrier_sync(kBarOut, kConsumerThreads);
+  sm90::split_barrier_sync(kBarOut, kConsumerThreads);
   float scale[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -2289,7 +2289,7 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
       const Float2 v = {o[c][i] * scale[(i % 4) / 2], o[c][i + 1] * scale[(i % 4) / 2]};
       *reinterpret_cast<Float2 *>(staged + row * kOutStride + col) = v;
     }
-  sm90::named_barrier_sync(kBarOut, kConsumerThreads);
+  sm90::split_barrier_sync(kBarOut, kConsumerThreads);
   const int tid = consumer * 128 + warp * 32 + lane;
 #pragma unroll 4
   for (int i = 0; i < kRowsN * kHeadDimV / 4 / kConsumerThreads; ++i) {

@@ -308,6 +308,17 @@ MLAGEN_DEVICE void named_barrier_sync(int id, int threads) {
 MLAGEN_DEVICE void named_barrier_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
+// The same for a barrier its participants reach from different code (two
+// warpgroups in their own template instances): bar.sync is
+// barrier.sync.aligned, which PTX allows only where every thread executes
+// the same barrier instruction (compute-sanitizer's synccheck stops such a
+// kernel). Each warp must still reach it converged.
+MLAGEN_DEVICE void split_barrier_sync(int id, int threads) {
+  asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+MLAGEN_DEVICE void split_barrier_arrive(int id, int threads) {
+  asm volatile("barrier.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
 
 // Thread-block clusters: blocks of one cluster run at once and may read,
 // write and arrive on each other's shared memory (distributed shared
