@@ -163,6 +163,8 @@ Status DecodePlanner::create(const Signature &sig, const CodeObject &code,
                                     roundUp(options.minChunkKeys, code.tileK)));
     slots = std::min(slots, work);
   }
+  // Whole clusters: the blocks past the last item exit at once.
+  work = roundUp(work, planner.clusterBlocks_);
   if (work > INT32_MAX)
     return invalidArgument(
         "the work list would need " + std::to_string(work) +
@@ -170,11 +172,6 @@ Status DecodePlanner::create(const Signature &sig, const CodeObject &code,
         "max_seq_len, or give max_total_keys");
 
   DecodeBufferSizes &sizes = planner.sizes_;
-  // Whole clusters: the blocks past the last item exit at once.
-  work = roundUp(std::max<int64_t>(work, 1), planner.clusterBlocks_);
-  if (work > INT32_MAX)
-    return invalidArgument("the work list would need " + std::to_string(work) +
-                           " items, more than a grid can launch");
   sizes.workCapacity = static_cast<int>(work);
   sizes.clusterBlocks = planner.clusterBlocks_;
   sizes.slotCapacity = static_cast<int>(std::max<int64_t>(1, slots));
