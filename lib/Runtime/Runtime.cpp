@@ -218,12 +218,13 @@ public:
   Status runDecode(const Kernel &kernel, const DecodeArgs &args) override;
   // A split-KV op's launches: the main kernel, then its reduce (extra entry
   // 0) unless the plan splits nothing (planSlots 0) and no graph captures
-  // them. One parameter block for both: the reduce reads what the main
+  // them (`captured`; the caller asks the driver only where planSlots is
+  // 0). One parameter block for both: the reduce reads what the main
   // kernel wrote, in stream order, with no host sync between them.
   Status launchWithReduce(const LoadedKernel &loaded,
                           const LaunchGeometry &main,
                           const LaunchGeometry &reduce, void *params,
-                          int planSlots, void *stream);
+                          int planSlots, bool captured, void *stream);
   Status runMergeAttnStates(const Kernel &kernel,
                             const MergeAttnStatesArgs &args) override;
   Status runExpandPageIndices(const Kernel &kernel,
@@ -541,19 +542,24 @@ Status RuntimeImpl::runDecode(const Kernel &kernel, const DecodeArgs &args) {
                              launch, cacheMap)) {
     launch.params.kv_map_ready = tensorMap(cacheMap, launch.params.kv_map);
   }
-  // A plan without merge groups runs a little faster without clusters,
-  // unless a graph captures the launch (a replay may meet one with groups).
-  if (launch.decode.clusterX > 1 && args.planGroups == 0 &&
-      !backend_->capturing(args.stream))
+  // A plan without merge groups runs a little faster without clusters, and
+  // one without slots needs no reduce, unless a graph captures the launches
+  // (a replay may meet another plan): the driver is asked once, and only
+  // where a count of 0 would drop something.
+  const bool noGroups = launch.decode.clusterX > 1 && args.planGroups == 0;
+  const bool captured = (noGroups || args.planSlots == 0) &&
+                        backend_->capturing(args.stream);
+  if (noGroups && !captured)
     launch.decode.clusterX = 1;
   return launchWithReduce(*loaded, launch.decode, launch.reduce, &launch.params,
-                          args.planSlots, args.stream);
+                          args.planSlots, captured, args.stream);
 }
 
 Status RuntimeImpl::launchWithReduce(const LoadedKernel &loaded,
                                      const LaunchGeometry &main,
                                      const LaunchGeometry &reduce, void *params,
-                                     int planSlots, void *stream) {
+                                     int planSlots, bool captured,
+                                     void *stream) {
   const DeviceFunction &function = loaded.function();
   if (function.extraFunctions.empty())
     return Status(StatusCode::Internal,
@@ -561,7 +567,7 @@ Status RuntimeImpl::launchWithReduce(const LoadedKernel &loaded,
                       " kernel loaded without its reduce entry");
   void *kernelArgs[] = {params};
   if (Status status = backend_->launch(function, main, stream, kernelArgs);
-      !status || (planSlots == 0 && !backend_->capturing(stream)))
+      !status || (planSlots == 0 && !captured))
     return status;
   return backend_->launch(function.extra(0), reduce, stream, kernelArgs);
 }
@@ -578,7 +584,9 @@ Status RuntimeImpl::runPagedDecode(const Kernel &kernel,
       !status || empty)
     return status;
   return launchWithReduce(*loaded, launch.decode, launch.reduce, &launch.params,
-                          args.planSlots, args.stream);
+                          args.planSlots,
+                          args.planSlots == 0 && backend_->capturing(args.stream),
+                          args.stream);
 }
 
 bool RuntimeImpl::tensorMap(const TensorMapRequest &request, void *map) {

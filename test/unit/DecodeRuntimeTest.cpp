@@ -40,6 +40,7 @@ struct DecodeDeviceLog {
   std::vector<DecodeLaunchRecord> launches;
   // What the device says of every stream: being captured into a graph.
   bool capturing = false;
+  int captureQueries = 0; // how often the runtime asked
 };
 
 // Hands out kDecodeFunction for a code object's first entry and
@@ -62,7 +63,10 @@ public:
     return Status::ok();
   }
   void unload(DeviceFunction &) override {}
-  bool capturing(void *) const override { return log_->capturing; }
+  bool capturing(void *) const override {
+    ++log_->captureQueries;
+    return log_->capturing;
+  }
   Status launch(const DeviceFunction &function, const LaunchGeometry &geometry,
                 void *stream, void **params) override {
     DecodeLaunchRecord record{function.function, geometry, stream, {}};
@@ -756,4 +760,23 @@ TEST_CASE("runDecode launches in clusters only when the plan merges in them",
   CHECK(clusterOfLast() == 1u);
   fake.log->capturing = true; // a replay may meet a plan that does
   CHECK(clusterOfLast() == 2u);
+  fake.log->capturing = false;
+
+  // Every split request merged in its cluster: one launch, in clusters.
+  args.planSlots = 0;
+  args.planGroups = 5;
+  size_t launches = fake.log->launches.size();
+  int queries = fake.log->captureQueries;
+  REQUIRE(fake.runtime->runDecode(*kernel, args));
+  REQUIRE(fake.log->launches.size() == launches + 1);
+  CHECK(fake.log->launches.back().geometry.clusterX == 2u);
+  CHECK(fake.log->captureQueries == queries + 1);
+  // Nothing split at all: one launch without clusters, one question asked.
+  args.planGroups = 0;
+  launches = fake.log->launches.size();
+  queries = fake.log->captureQueries;
+  REQUIRE(fake.runtime->runDecode(*kernel, args));
+  REQUIRE(fake.log->launches.size() == launches + 1);
+  CHECK(fake.log->launches.back().geometry.clusterX == 1u);
+  CHECK(fake.log->captureQueries == queries + 1);
 }
