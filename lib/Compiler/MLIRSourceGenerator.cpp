@@ -10,7 +10,7 @@ namespace {
 /// some signature, so that caches keyed on identity() miss.
 /// 2: mla.decode (its target table entries included).
 /// 3: decode tilings per rows per block, the kernel owner's defaults.
-/// 4: decode's kClusterParts (and two more barriers where it is 2).
+/// 4: decode's kClusterParts (and, where it is 2, the receive area).
 constexpr int kPipelineVersion = 4;
 
 class MLIRSourceGenerator final : public SourceGenerator {

@@ -64,13 +64,6 @@ bool clusterMergeDisabled() {
   return value && std::strcmp(value, "0") == 0;
 }
 
-// A merge group's items, or up to clusterBlocks single items, which one
-// cluster runs; its longest chunk orders it.
-struct ClusterUnit {
-  bool group = false; // a merge group (else singles)
-  int64_t first = 0, count = 0, longest = 0;
-};
-
 } // namespace
 
 Status DecodePlanner::create(const Kernel &kernel,
@@ -304,38 +297,30 @@ Status DecodePlanner::plan(const int32_t *seqLens, int batch, int32_t *plan,
   if (cluster == 1) {
     std::stable_sort(first, first + items, longer);
   } else {
-    const std::vector<Item> listed(first, first + items);
-    std::vector<Item> singles;
-    std::vector<ClusterUnit> units;
-    for (int64_t i = 0; i < items;) {
-      if (listed[i].v[3] < -1) {
-        units.push_back({true, i, cluster, listed[i].v[2] - listed[i].v[1]});
-        i += cluster;
-      } else {
-        singles.push_back(listed[i++]);
-      }
-    }
-    std::stable_sort(singles.begin(), singles.end(), longer);
-    std::vector<ClusterUnit> singleUnits;
-    for (int64_t i = 0; i < int64_t(singles.size()); i += cluster)
-      singleUnits.push_back(
-          {false, i, std::min<int64_t>(cluster, int64_t(singles.size()) - i),
-           singles[i].v[2] - singles[i].v[1]});
-    const bool partLast =
-        !singleUnits.empty() && singleUnits.back().count < cluster;
-    std::vector<ClusterUnit> order(units);
-    order.insert(order.end(), singleUnits.begin(),
-                 singleUnits.end() - (partLast ? 1 : 0));
-    std::stable_sort(order.begin(), order.end(),
-                     [](const ClusterUnit &a, const ClusterUnit &b) {
-                       return a.longest > b.longest;
+    // Merge groups first (each in rank order, so whole clusters), then the
+    // other items by length; then the clusters by their longest item.
+    Item *singles = std::stable_partition(
+        first, first + items, [](const Item &a) { return a.v[3] < -1; });
+    std::stable_sort(singles, first + items, longer);
+    auto longest = [&](int64_t start) {
+      int32_t most = 0;
+      for (int64_t i = start; i < std::min(start + cluster, items); ++i)
+        most = std::max(most, first[i].v[2] - first[i].v[1]);
+      return most;
+    };
+    std::vector<int64_t> starts;
+    for (int64_t start = 0; start < items; start += cluster)
+      starts.push_back(start);
+    const bool partLast = items % cluster != 0; // a cluster of singles
+    std::stable_sort(starts.begin(), starts.end() - (partLast ? 1 : 0),
+                     [&](int64_t a, int64_t b) {
+                       return longest(a) > longest(b);
                      });
-    if (partLast)
-      order.push_back(singleUnits.back());
+    const std::vector<Item> listed(first, first + items);
     Item *to = first;
-    for (const ClusterUnit &unit : order)
-      for (int64_t i = 0; i < unit.count; ++i)
-        *to++ = unit.group ? listed[unit.first + i] : singles[unit.first + i];
+    for (int64_t start : starts)
+      for (int64_t i = start; i < std::min(start + cluster, items); ++i)
+        *to++ = listed[i];
   }
   plan[0] = static_cast<int32_t>(items);
   plan[1] = static_cast<int32_t>(slots);
