@@ -9,14 +9,16 @@
 // at 64 rows of a 16-bit cache.
 // CHECK-LABEL: mla.decode @sm_90a_tp8
 //  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 8, wave_size = 32, stages = 2>,
-// An fp8 cache takes the wgmma kernel too (its producer converts).
+// An fp8 cache read with bf16 q at 16 rows is multiplied as e4m3 (q split
+// into hi + lo): three stages of 40 KB, two consumers taking tiles in turn.
 // CHECK-LABEL: mla.decode @sm_90a_tp8_fp8
-//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 8, wave_size = 32, stages = 2>,
+//  CHECK-SAME:   tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 12, wave_size = 32, stages = 3>,
 // 128 heads: 64 rows a block.
 // CHECK-LABEL: mla.decode @sm_90a_tp1
 //  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 64, tile_k = 64, warps = 12, wave_size = 32, stages = 2>,
 // An fp8 cache at 64 rows takes 32-row blocks of the one-consumer kernel
-// (the two-consumer kernel's producer has no registers to convert through).
+// (the two-consumer kernel's producer has no registers to convert through);
+// with bf16 q it widens the tiles to fp16 there.
 // CHECK-LABEL: mla.decode @sm_90a_tp1_fp8
 //  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 32, tile_k = 64, warps = 8, wave_size = 32, stages = 2>,
 // fp8 q on an fp8 cache multiplies e4m3 tiles of 40 KB: three stages, two

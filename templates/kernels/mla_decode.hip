@@ -98,15 +98,16 @@ MLAGEN_DEVICE bool is_real_row(int g) { return g < kRows && (kNumQHeads == kNumH
 // tiling pass gives it 64-key tiles, two or more stages and a producer
 // warpgroup beside one consumer warpgroup (16 or 32 q rows, 8 warps) or two
 // (12 warps: 64 rows of a 16-bit cache, as O^T of 64 rows is too large for
-// one warpgroup's registers; or 16 and 32 rows of fp8 q on an fp8 cache,
-// the consumers taking tiles in turn). DecodeSupport.cpp's
+// one warpgroup's registers; or an fp8 cache multiplied as e4m3, 16 and 32
+// rows of fp8 q or 16 of bf16 q, the consumers taking tiles in turn).
+// DecodeSupport.cpp's
 // isWarpgroupDecode mirrors this rule; any other tiling selects mma.sync
 // (warp_mma).
 #if MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
 constexpr bool kWarpgroupDecode = kTileK == 64 && kStages >= 2 &&
                                   ((kHeadsPerBlock <= 32 && kNumWarps == 8) ||
                                    (kHeadsPerBlock == 64 && kNumWarps == 12 && !kCacheFP8) ||
-                                   (kHeadsPerBlock <= 32 && kNumWarps == 12 && kQueryFP8));
+                                   (kNumWarps == 12 && kCacheFP8 && (kQueryFP8 ? kHeadsPerBlock <= 32 : kHeadsPerBlock == 16)));
 #else
 constexpr bool kWarpgroupDecode = false;
 #endif
@@ -919,11 +920,23 @@ constexpr int kQSlabBytes = kRowsN * 128;    // [rows][128 bytes]
 // fp8 q with an fp8 cache (consume_fp8): the tensor cores multiply e4m3 as
 // it is stored (wgmma k32), so Q and the tiles land raw, a slab holding 128
 // columns (576 = 4.5 slabs, the last half used); P goes as e4m3 too.
-constexpr bool kFP8Operands = kCacheFP8 && kQueryFP8;
+// bf16 q on an fp8 cache, 16 rows on 12 warps (kSplitQuery), takes the same
+// kernel: the consumers split each q row, scaled by a power of two, into
+// e4m3 `hi` plus the e4m3 of its rounding residue `lo` (about 8 significant
+// bits together, as bf16 has), stack Q_lo's rows under Q_hi's in each slab
+// so that one N = 32 product a k-step gives both (K read once), and undo
+// the row's scale on S^T. (Otherwise the producer widens the tiles to fp16:
+// `produce_fp8`. At 32 rows hi and lo would share S^T's accumulators, which
+// lost too much where logits are large: bench/notes/decode-fp8.md.)
+constexpr bool kFP8Operands = kCacheFP8 && (kQueryFP8 || kNumWarps == 12);
+constexpr bool kSplitQuery = kFP8Operands && !kQueryFP8;
+static_assert(!kSplitQuery || kRowsN == 16, "bf16 q is split into e4m3 at 16 rows");
+constexpr int kQSlabRows = kSplitQuery ? 2 * kRowsN : kRowsN; // e4m3 Q: hi rows, then lo rows
 static_assert(!kPairedTiles || kFP8Operands, "paired consumers multiply fp8 operands");
 constexpr int kStageSlabs = kFP8Operands ? ceil_div(kHeadDimQK, 128) : kSlabs;
 constexpr int kStageBytes = kStageSlabs * kSlabBytes;
-constexpr int kQBytes = kStageSlabs * kQSlabBytes;
+constexpr int kQFP8SlabBytes = kQSlabRows * 128;
+constexpr int kQBytes = kStageSlabs * (kFP8Operands ? kQFP8SlabBytes : kQSlabBytes);
 constexpr int kPBytes = kRowsN * 128; // [rows][64 keys]
 constexpr int kPSlabs = kPairedTiles ? 2 : 1; // one P slab per consumer of its own tiles
 constexpr int kOutStride = kHeadDimV + 4; // fp32 staging of O, conflict-free writes
@@ -940,8 +953,9 @@ constexpr int kNumBarriers = 1 + (kFullPerStage + kEmptyPerStage) * kStages;
 // Six floats a row: one consumer's per-warp row maxima (at the end, row
 // sums), row maxima and row totals (paired consumers: each its own);
 // consume_rows's maxima, rescale factors and sums.
+// kSplitQuery: then each q row's unscale (2^-e of its split).
 constexpr int kConsumerRowFloats = 6 * kRowsN;
-constexpr int kRowFloats = kConsumerRowFloats * kPSlabs;
+constexpr int kRowFloats = kConsumerRowFloats * kPSlabs + (kSplitQuery ? kRowsN : 0);
 // 1024 bytes of alignment slack (the dynamic shared base is only 16-byte
 // aligned), Q, the stages, P, row floats, barriers. DecodeSupport.cpp's
 // getDecodeSharedBytes has the same sum. P's rounding residue (one-tile
@@ -972,7 +986,8 @@ typedef sm90::Wgmma<MmaElem, kRowsN> WgmmaO;
 // Paired consumers: 1 + c for consumer c's warps, kBarPair (both
 // consumers' row maxima and totals published) and kBarHanded (consumer 1's
 // share of O staged).
-enum { kBarPair = 3, kBarHanded = 4, kBarOut = 6, kBarScale0 = 7, kBarScale1 = 8, kBarPa = 9, kBarPb = 10 };
+// kBarQuery: both consumers' split of q (kSplitQuery) stored.
+enum { kBarPair = 3, kBarHanded = 4, kBarOut = 6, kBarScale0 = 7, kBarScale1 = 8, kBarPa = 9, kBarPb = 10, kBarQuery = 11 };
 
 struct Layout {
   u32 q, kv, p;
@@ -981,6 +996,7 @@ struct Layout {
                 // block of kConsumerRowFloats each; consume_rows: its row maxima, rescale
                 // factors and row sums
   float *total; // [kRowsN]: row sums at the end (`consume`, consume_fp8's consumer 0)
+  float *q_unscale; // [kRowsN] (kSplitQuery): what undoes each q row's scale on S^T
   u32 bars;
   MLAGEN_DEVICE u32 q_full() const { return bars; }
   MLAGEN_DEVICE u32 full(int stage, int slab = 0) const { return bars + 8 * (1 + stage * kFullPerStage + slab); }
@@ -1001,6 +1017,9 @@ MLAGEN_DEVICE void store_shared_u16(u32 addr, u32 v) {
 }
 MLAGEN_DEVICE void store_shared_u32(u32 addr, u32 v) {
   asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
+MLAGEN_DEVICE void store_shared_u32x2(u32 addr, u32 x, u32 y) {
+  asm volatile("st.shared.v2.b32 [%0], {%1, %2};" ::"r"(addr), "r"(x), "r"(y) : "memory");
 }
 
 // Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled slab.
@@ -1260,25 +1279,27 @@ MLAGEN_DEVICE u32 fp8_operand_at(u32 slabs, int slab_bytes, int row, int chunk) 
   return slabs + (chunk / 8) * slab_bytes + swizzled(row, chunk % 8);
 }
 
-// Q in 8-byte copies (fp8 q rows are only 8-byte aligned), then the tiles:
-// thread t copies 16-byte chunks t % 4 + 4 s of rows t / 4 and t / 4 + 32
-// (a warp reads 64 contiguous bytes of 8 rows a copy, asking L2 for whole
-// 128-byte lines as `produce` does); each row's page is looked up a tile
-// ahead.
+// fp8 Q in 8-byte copies (fp8 q rows are only 8-byte aligned; bf16 q is
+// split by the consumers, `split_q`), then the tiles: thread t copies
+// 16-byte chunks t % 4 + 4 s of rows t / 4 and t / 4 + 32 (a warp reads 64
+// contiguous bytes of 8 rows a copy, asking L2 for whole 128-byte lines as
+// `produce` does); each row's page is looked up a tile ahead.
 MLAGEN_DEVICE void produce_fp8_operands(const Job &job, const PagedCache &cache, const void *q,
                                         long long q_token_stride, long long q_head_stride, const Layout &lay,
                                         int num_tiles, int ptid) {
   if (num_tiles == 0)
     return;
-  constexpr int kPieces = kHeadDimQK / 8; // 8-byte pieces of a q row
-  for (int i = ptid; i < kRowsN * kPieces; i += 128) {
-    const int row = i / kPieces, piece = i % kPieces;
-    const int g = job.row0 + row;
-    const bool valid = is_real_row(g);
-    const u8 *src = valid ? q_row(q, g, q_token_stride, q_head_stride) + piece * 8 : cache.row8(0, 0);
-    nv::cp_async_8(fp8_operand_at(lay.q, kQSlabBytes, row, piece / 2) + (piece % 2) * 8, src, valid);
+  if (!kSplitQuery) {
+    constexpr int kPieces = kHeadDimQK / 8; // 8-byte pieces of a q row
+    for (int i = ptid; i < kRowsN * kPieces; i += 128) {
+      const int row = i / kPieces, piece = i % kPieces;
+      const int g = job.row0 + row;
+      const bool valid = is_real_row(g);
+      const u8 *src = valid ? q_row(q, g, q_token_stride, q_head_stride) + piece * 8 : cache.row8(0, 0);
+      nv::cp_async_8(fp8_operand_at(lay.q, kQFP8SlabBytes, row, piece / 2) + (piece % 2) * 8, src, valid);
+    }
+    sm90::cp_async_arrive(lay.q_full());
   }
-  sm90::cp_async_arrive(lay.q_full());
   const int row0 = ptid / 4;
   const int quarter = ptid % 4;
   int page[2];
@@ -1491,14 +1512,21 @@ MLAGEN_DEVICE void write_or_merge(const Job &job, const Output &output, const La
 // products to an accumulator with fewer bits than fp32, so fp8 operands
 // spread them (H200: largest LSE error 7.0e-3 with one, 2.7e-3 with 2 at
 // 32 rows and 3 at 16; the same speed); 16-bit products keep one chain.
-constexpr int kSChains = kFP8Operands ? (kRowsN == 16 ? 3 : 2) : 1;
-MLAGEN_DEVICE void add_chains(float (&s)[kRowsN / 2], const float (&chains)[kSChains][kRowsN / 2]) {
+// Split q's accumulators are twice as wide: two chains (three spilled).
+constexpr int kSChains = kFP8Operands ? (kRowsN == 16 && !kSplitQuery ? 3 : 2) : 1;
+// Split q (N = 32): element i + 8 of an accumulator is the lo row of
+// element i's q row (column + 16), in the same thread.
+template <int kAcc>
+MLAGEN_DEVICE void add_chains(float (&s)[kRowsN / 2], const float (&chains)[kSChains][kAcc]) {
 #pragma unroll
   for (int i = 0; i < kRowsN / 2; ++i) {
     s[i] = chains[0][i];
 #pragma unroll
     for (int c = 1; c < kSChains; ++c)
       s[i] += chains[c][i];
+#pragma unroll
+    for (int c = 0; kAcc > kRowsN / 2 && c < kSChains; ++c)
+      s[i] += chains[c][i + kRowsN / 2];
   }
 }
 
@@ -1647,6 +1675,7 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
 // and `merge_pair` joins the two at the end.
 constexpr float kPScale = 256.0f;
 typedef sm90::WgmmaFP8<kRowsN> WgmmaE4M3;
+typedef sm90::WgmmaFP8<kQSlabRows> WgmmaS8; // S^T's products (N = 32 with split q)
 
 // A consume_fp8 consumer's O^T times each row's scale into the fp32
 // staging (added to what is staged there with kAdd): o[c][4 j + e] is q row
@@ -1724,9 +1753,72 @@ MLAGEN_DEVICE void merge_pair(const Job &job, const Output &output, const Layout
   write_or_merge(job, output, lay, staged, warp, lane);
 }
 
+// kSplitQuery: both consumers (which wait for the first tile anyway) split
+// bf16 q into e4m3 hi + lo while the producer's first copies fly. kG
+// threads a row, thread t taking 8-element chunks t % kG + kG i: the row's
+// largest |q| sets a power of two 2^e that brings it into [128, 256) (e4m3
+// reaches 448), then each pair of elements times 2^e becomes hi and the
+// e4m3 of what hi rounded away (split_fp8_pair), stored raw like fp8 q
+// (element k of a row at byte k; lo kRowsN rows down). The row's 2^-e goes
+// to lay.q_unscale.
+MLAGEN_DEVICE u32 max_u32(u32 a, u32 b) { return a > b ? a : b; }
+
+MLAGEN_DEVICE void split_q(const Job &job, const void *q, long long q_token_stride, long long q_head_stride,
+                           const Layout &lay, int ctid) {
+  constexpr int kG = kConsumerThreads / kRowsN; // 16 or 8
+  constexpr int kRowChunks = kHeadDimQK / 8;
+  constexpr int kChunks = ceil_div(kRowChunks, kG);
+  static_assert(kG <= 32 && 32 % kG == 0, "a row's threads sit in one warp");
+  const int row = ctid / kG, sub = ctid % kG;
+  const int g = job.row0 + row;
+  const bool real = is_real_row(g);
+  const u8 *src = real ? q_row(q, g, q_token_stride, q_head_stride) : nullptr;
+  Raw16 v[kChunks];
+  u32 top = 0; // largest |q| (bf16 magnitudes compare as integers)
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
+    const int c = sub + kG * i;
+    v[i] = Raw16{{0u, 0u, 0u, 0u}};
+    if (real && c < kRowChunks)
+      v[i] = *reinterpret_cast<const Raw16 *>(src + c * 16);
+#pragma unroll
+    for (int w = 0; w < 4; ++w)
+      top = max_u32(top, max_u32(v[i].w[w] & 0x7fffu, (v[i].w[w] >> 16) & 0x7fffu));
+  }
+#pragma unroll
+  for (int m = 1; m < kG; m *= 2)
+    top = max_u32(top, __shfl_xor_sync(0xffffffffu, top, m));
+  // bf16 exponent field E: |q| < 2^(E - 126), so 2^(134 - E) brings it
+  // under 256 (and to 128 or more); kept within normal floats.
+  const int e = top == 0 ? 0 : min_int(max_int(134 - int(top >> 7), -120), 120);
+  const float up = __int_as_float((127 + e) << 23);
+  if (sub == 0)
+    lay.q_unscale[row] = __int_as_float((127 - e) << 23);
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
+    const int c = sub + kG * i;
+    if (c >= kRowChunks)
+      continue;
+    u32 hi[4], lo[4];
+#pragma unroll
+    for (int w = 0; w < 4; ++w) {
+      float a, b;
+      unpack2<bf16>(v[i].w[w], a, b);
+      sm90::split_fp8_pair(a * up, b * up, hi[w], lo[w]);
+    }
+    const u32 at = fp8_operand_at(lay.q, kQFP8SlabBytes, row, c / 2) + (c % 2) * 8;
+    store_shared_u32x2(at, hi[0] | hi[1] << 16, hi[2] | hi[3] << 16);
+    store_shared_u32x2(at + kRowsN * 128, lo[0] | lo[1] << 16, lo[2] | lo[3] << 16);
+  }
+  sm90::fence_proxy_async(); // read by wgmma (the async proxy)
+  // Both consumers, from two template instances: the unaligned barrier.
+  sm90::split_barrier_sync(kBarQuery, kConsumerThreads);
+}
+
 template <int consumer>
-MLAGEN_DEVICE void consume_fp8(const Job &job, const Output &output, const Layout &lay, int num_tiles, int warp,
-                               int lane, float *staged) {
+MLAGEN_DEVICE void consume_fp8(const Job &job, const void *q, long long q_token_stride, long long q_head_stride,
+                               const Output &output, const Layout &lay, int num_tiles, int warp, int lane,
+                               float *staged) {
   constexpr int kHd = kRowsN / 4; // q rows a thread sees
   constexpr int kGroups = kRowsN / 8; // 8-column groups of an accumulator
   constexpr int kStep = kPairedTiles ? 2 : 1;
@@ -1751,7 +1843,9 @@ MLAGEN_DEVICE void consume_fp8(const Job &job, const Output &output, const Layou
   constexpr int kVChunks = kVSlabs / kVParts;
   u32 v[kVChunks][2][4] = {};
 
-  if (num_tiles > 0)
+  if (kSplitQuery)
+    split_q(job, q, q_token_stride, q_head_stride, lay, consumer * 128 + warp * 32 + lane);
+  else if (num_tiles > 0)
     sm90::mbarrier_wait(lay.q_full(), 0);
   // Paired, tile it - kStages may be the other consumer's: waiting on the
   // parity of it's phase is sound because the producer completes the full
@@ -1763,12 +1857,12 @@ MLAGEN_DEVICE void consume_fp8(const Job &job, const Output &output, const Layou
     sm90::mbarrier_wait(lay.full(it % kStages), (it / kStages) & 1);
     sm90::fence_proxy_async(); // cp.async wrote through the generic proxy
 
-    float chains[kSChains][kRowsN / 2] = {};
+    float chains[kSChains][kQSlabRows / 2] = {};
     sm90::wgmma_fence();
 #pragma unroll
     for (int ks = 0; ks < kHeadDimQK / 32; ++ks)
-      WgmmaE4M3::ss(chains[ks % kSChains], k_desc + ((ks / 4) * kSlabBytes + (ks % 4) * 32) / 16,
-                    q_desc + ((ks / 4) * kQSlabBytes + (ks % 4) * 32) / 16, ks >= kSChains);
+      WgmmaS8::ss(chains[ks % kSChains], k_desc + ((ks / 4) * kSlabBytes + (ks % 4) * 32) / 16,
+                  q_desc + ((ks / 4) * kQFP8SlabBytes + (ks % 4) * 32) / 16, ks >= kSChains);
     sm90::wgmma_commit();
     auto load_chunk = [&](int c) {
 #pragma unroll
@@ -1786,6 +1880,10 @@ MLAGEN_DEVICE void consume_fp8(const Job &job, const Output &output, const Layou
     sm90::fence_array(chains);
     float s[kRowsN / 2];
     add_chains(s, chains);
+    if (kSplitQuery) // undo each q row's scale
+#pragma unroll
+      for (int e = 0; e < kRowsN / 2; ++e)
+        s[e] *= lay.q_unscale[q_row_of(2 * (e / 4) + e % 2, quad)];
 
     float alpha[kHd], base[kHd];
     mask_and_update(s, job, k0, red, bar, rows, alpha, base, warp, lane);
@@ -2315,6 +2413,7 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
   lay.p = lay.kv + kStages * kStageBytes;
   lay.red = reinterpret_cast<float *>(aligned + (lay.p + kPSlabs * kPBytes - base) / 2);
   lay.total = lay.red + 5 * kRowsN;
+  lay.q_unscale = lay.red + kConsumerRowFloats * kPSlabs;
   lay.bars = lay.p + kPSlabs * kPBytes + 4 * kRowFloats + (kClusterParts > 1 ? kPartBytes : 0);
   float *const staged = reinterpret_cast<float *>(aligned + (lay.kv - base) / 2);
 
@@ -2383,9 +2482,9 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
       run(BoolConstant<false>());
   } else if constexpr (kFP8Operands) {
     if (kPairedTiles && tid >= 128)
-      consume_fp8<1>(job, output, lay, num_tiles, warp, lane, staged);
+      consume_fp8<1>(job, q, q_token_stride, q_head_stride, output, lay, num_tiles, warp, lane, staged);
     else
-      consume_fp8<0>(job, output, lay, num_tiles, warp, lane, staged);
+      consume_fp8<0>(job, q, q_token_stride, q_head_stride, output, lay, num_tiles, warp, lane, staged);
   } else {
     num_tiles == 1 ? consume<true>(job, output, lay, num_tiles, warp, lane, staged)
                    : consume<false>(job, output, lay, num_tiles, warp, lane, staged);

@@ -222,21 +222,30 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
 // 1e-2, or 1.01x the bf16 rounding error of the reference itself where that
 // is larger. Rows that see few keys reach |out| > 4, where half a bf16 ulp
 // is 0.0156, so a correctly rounded output can be 1e-2 off there.
-double outputTolerance(float ref) {
-  return std::max(1e-2, 1.01 * std::fabs(double(ref) - roundToBF16(ref)));
+double outputTolerance(float ref, double atol = 1e-2) {
+  return std::max(atol, 1.01 * std::fabs(double(ref) - roundToBF16(ref)));
 }
 
-void checkAgainstReference(const DecodeInputs &in, const DecodeResult &got) {
+// sm_90a multiplies an fp8 cache as e4m3 in 16-row blocks (mla_decode.hip's
+// kFP8Operands: bf16 q split into e4m3 hi + lo):
+// the tensor cores add e4m3 products with fewer bits than fp32 and P goes as
+// e4m3 plus its residue, so those kernels pass an output within 2e-2 (or
+// the rounding slack) and an LSE also within 1e-2 absolute, as the Python
+// decode numerics hold them (FP8_PRODUCTS_ATOL).
+void checkAgainstReference(const DecodeInputs &in, const DecodeResult &got,
+                           bool e4m3Products = false) {
   std::vector<float> expectedOut, expectedLse;
   referenceDecode(in.problem, in.q, in.cache, expectedOut, expectedLse);
-  // |got - ref| <= max(1e-2, 1.01 |ref - bf16(ref)|) elementwise; LSE
-  // relative error <= 1e-3.
+  const double outAtol = e4m3Products ? 2e-2 : 1e-2;
+  const double lseAtol = e4m3Products ? 1e-2 : 0.0;
+  // |got - ref| <= max(outAtol, 1.01 |ref - bf16(ref)|) elementwise; LSE
+  // relative error <= 1e-3 (or absolute <= lseAtol).
   double maxOutError = 0.0, maxLseError = 0.0;
   size_t outOverTolerance = 0;
   for (size_t i = 0; i < got.out.size(); ++i) {
     double error = std::fabs(bf16ToFloat(got.out[i]) - expectedOut[i]);
     maxOutError = std::isnan(error) ? INFINITY : std::max(maxOutError, error);
-    if (!(error <= outputTolerance(expectedOut[i]))) // NaN fails too
+    if (!(error <= outputTolerance(expectedOut[i], outAtol))) // NaN fails too
       ++outOverTolerance;
   }
   for (size_t i = 0; i < got.lse.size(); ++i) {
@@ -244,8 +253,11 @@ void checkAgainstReference(const DecodeInputs &in, const DecodeResult &got) {
       CHECK(got.lse[i] == expectedLse[i]);
       continue;
     }
-    double error = std::fabs(got.lse[i] - expectedLse[i]) /
-                   std::max(1.0, std::fabs(double(expectedLse[i])));
+    const double absolute = std::fabs(got.lse[i] - expectedLse[i]);
+    double error =
+        absolute / std::max(1.0, std::fabs(double(expectedLse[i])));
+    if (absolute <= lseAtol)
+      error = 0.0;
     maxLseError = std::isnan(error) ? INFINITY : std::max(maxLseError, error);
   }
   INFO("max |out - ref| " << maxOutError);
@@ -344,7 +356,9 @@ TEST_CASE("generated decode reads an fp8 e4m3 cache", "[gpu]") {
         REQUIRE(fixture.runtime->getKernel(sig, kernel));
         DecodeInputs in = makeInputs(sig, seqLens, 7 + heads + qLen);
         for (int numSMs : {1, 132})
-          checkAgainstReference(in, decodeOnGpu(fixture, *kernel, in, numSMs));
+          checkAgainstReference(in, decodeOnGpu(fixture, *kernel, in, numSMs),
+                                fixture.arch == Arch::SM90A &&
+                                    heads * qLen <= 16);
       }
 }
 

@@ -1,8 +1,11 @@
 // An fp8 e4m3 cache (bf16 q and out), through the pipeline to HIP source:
-// kCacheDType 1. sm_90a takes the wgmma kernel (8 warps, two fp16 stages
-// filled through registers by the producer warpgroup); sm_80 keeps one
-// 16-bit tile (the fp8 tiles stream through registers).
+// kCacheDType 1. sm_90a at 16 rows multiplies e4m3 (12 warps, three raw
+// stages; the consumers split q into hi + lo), at 32 rows takes the wgmma
+// kernel that widens to fp16 (8 warps, two fp16 stages filled through
+// registers by the producer warpgroup); sm_80 keeps one 16-bit tile (the
+// fp8 tiles stream through registers).
 // RUN: mlagen-opt %s --mla-legalize --mla-select-tiling=arch=sm_90a --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=SM90A
+// RUN: sed 's/q_heads = 16,/q_heads = 128,/' %s | mlagen-opt --mla-legalize --mla-select-tiling=arch=sm_90a --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=WIDE
 // RUN: mlagen-opt %s --mla-legalize --mla-select-tiling=arch=sm_80 --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=SM80
 // RUN: mlagen-opt %s --mla-legalize --mla-select-tiling=arch=gfx942 --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=GFX942
 // RUN: mlagen-opt %s --mla-legalize --mla-select-tiling=arch=gfx950 --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=GFX950
@@ -14,22 +17,31 @@ mla.decode @fp8_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1
 // SM90A:      constexpr bool kInputBF16 = true;
 // SM90A-NEXT: constexpr int kCacheDType = 1;
 // SM90A-NEXT: constexpr bool kQueryFP8 = false;
-// SM90A:      constexpr int kNumWarps = 8;
-// SM90A:      constexpr int kStages = 2;
+// SM90A:      constexpr int kNumWarps = 12;
+// SM90A:      constexpr int kStages = 3;
+// Q's hi and lo slabs and a float a row more than fp8 q's kernel; the
+// tiles bypass L1 (cp.async), so chunk pairs merge inside a cluster.
+// SM90A-NEXT: constexpr int kSharedBytes = 182464;
+// SM90A-NEXT: constexpr int kHeadsPerBlock = 16;
+// SM90A-NEXT: constexpr int kClusterParts = 2;
+// SM90A:      float kv_scale;
+// SM90A:      constexpr bool kSplitQuery = kFP8Operands && !kQueryFP8;
+// SM90A:      sm90::split_fp8_pair(a * up, b * up, hi[w], lo[w]);
+
+// WIDE:       constexpr int kNumWarps = 8;
+// WIDE:       constexpr int kStages = 2;
 // The producer converts the tiles to fp16 through registers and L1: no
 // chunk pairs merge inside a cluster (the receive area would shrink L1).
-// SM90A-NEXT: constexpr int kSharedBytes = 169384;
-// SM90A-NEXT: constexpr int kHeadsPerBlock = 16;
-// SM90A-NEXT: constexpr int kClusterParts = 1;
-// The prelude converts in hardware; the kernel reads kv_scale from the
-// parameter block.
-// SM90A:      cvt.rn.f16x2.e4m3x2
+// WIDE-NEXT:  constexpr int kSharedBytes = 190248;
+// WIDE-NEXT:  constexpr int kHeadsPerBlock = 32;
+// WIDE-NEXT:  constexpr int kClusterParts = 1;
+// The prelude converts in hardware.
+// WIDE:       cvt.rn.f16x2.e4m3x2
 // The fp8 rows are read once: the producer loads them evict-first from L2.
-// SM90A:      createpolicy.fractional.L2::evict_first
-// SM90A:      ld.global.L2::cache_hint.v4.u32
-// SM90A:      float kv_scale;
-// SM90A:      const unsigned long long stream = nv::l2_evict_first_policy();
-// SM90A:      nv::load_global_16(t.chunk[pass][sl].w, src + sl * 64, stream);
+// WIDE:       createpolicy.fractional.L2::evict_first
+// WIDE:       ld.global.L2::cache_hint.v4.u32
+// WIDE:       const unsigned long long stream = nv::l2_evict_first_policy();
+// WIDE:       nv::load_global_16(t.chunk[pass][sl].w, src + sl * 64, stream);
 
 // SM80:       #define MLAGEN_ARCH_SM80 1
 // SM80:       constexpr int kCacheDType = 1;

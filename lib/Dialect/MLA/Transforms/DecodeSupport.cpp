@@ -50,19 +50,22 @@ bool mlagen::mla::isWarpgroupDecode(DecodeOp op, DecodeTilingAttr tiling,
          tiling.getStages() >= 2 &&
          ((rows <= 32 && warps == 8) ||
           (rows == 64 && warps == 12 && op.getKvType() != DType::F8E4M3) ||
-          (rows <= 32 && warps == 12 && isFP8OperandDecode(op)));
+          (warps == 12 && op.getKvType() == DType::F8E4M3 &&
+           (op.getQType() == DType::F8E4M3 ? rows <= 32 : rows == 16)));
 }
 
-bool mlagen::mla::isFP8OperandDecode(DecodeOp op) {
-  return op.getQType() == DType::F8E4M3 && op.getKvType() == DType::F8E4M3;
+bool mlagen::mla::isFP8OperandDecode(DecodeOp op, DecodeTilingAttr tiling) {
+  return op.getKvType() == DType::F8E4M3 &&
+         (op.getQType() == DType::F8E4M3 || tiling.getWarps() == 12);
 }
 
 int64_t mlagen::mla::getDecodeClusterParts(DecodeOp op, DecodeTilingAttr tiling,
                                            const TargetInfo &target) {
-  // An fp8 cache read with bf16 q goes through registers and L1, which
-  // the receive area's 32 KB of shared memory would take from (B128 H16:
-  // 123 -> 140 us).
-  const bool l1Stream = op.getKvType() == DType::F8E4M3 && !isFP8OperandDecode(op);
+  // An fp8 cache widened to fp16 goes through registers and L1, which the
+  // receive area's 32 KB of shared memory would take from (B128 H16: 123
+  // -> 140 us).
+  const bool l1Stream =
+      op.getKvType() == DType::F8E4M3 && !isFP8OperandDecode(op, tiling);
   const bool merges = isWarpgroupDecode(op, tiling, target) &&
                       tiling.getHeadsPerBlock() == 16 &&
                       !op.getBatchInvariant() && !l1Stream;
@@ -82,19 +85,21 @@ int64_t mlagen::mla::getDecodeSharedBytes(DecodeOp op, DecodeTilingAttr tiling,
     // empty barrier per half, as two consumers free the halves) and, for
     // cluster merging, the partner's fp32 part (O rows of 516 floats and
     // the row LSEs) with its barrier.
-    // fp8 q with an fp8 cache: Q and the tiles stay e4m3, in slabs of 128
-    // columns (the last one half used), and P is e4m3 plus its residue; on
-    // 12 warps two consumers take tiles in turn, each with its own P and
-    // row floats.
+    // e4m3 operands: Q and the tiles stay e4m3, in slabs of 128 columns
+    // (the last one half used), and P is e4m3 plus its residue; on 12 warps
+    // two consumers take tiles in turn, each with its own P and row floats;
+    // bf16 q is split into two sets of Q slabs (hi, lo) and a float a row
+    // that undoes its scale.
     const int64_t qkSlabs = dqk / 64;
     const bool merges = getDecodeClusterParts(op, tiling, target) > 1;
     const int64_t mergeBytes = merges ? 4 * rows * (op.getVHeadDim() + 5) + 8 : 0;
-    if (isFP8OperandDecode(op)) {
+    if (isFP8OperandDecode(op, tiling)) {
       const int64_t slabBytes = 128 * ((dqk + 127) / 128);
       const int64_t consumers = warps == 12 ? 2 : 1;
-      return 1024 + slabBytes * (rows + stages * tileK) +
-             consumers * (128 * rows + 4 * 6 * rows) + 8 * (1 + 2 * stages) +
-             mergeBytes;
+      const bool splitQ = op.getQType() != DType::F8E4M3;
+      return 1024 + slabBytes * ((splitQ ? 2 : 1) * rows + stages * tileK) +
+             consumers * (128 * rows + 4 * 6 * rows) + (splitQ ? 4 * rows : 0) +
+             8 * (1 + 2 * stages) + mergeBytes;
     }
     return 1024 + 2 * (rows * dqk + stages * tileK * dqk + rows * tileK) +
            4 * 6 * rows + 8 * (1 + (rows == 64 ? qkSlabs + 2 : 2) * stages) +
@@ -140,7 +145,8 @@ LogicalResult mlagen::mla::checkDecodeTiling(DecodeOp op,
            << "'tiling' warps (" << warps
            << ") must be a power of two up to 32 giving a multiple of 128 "
               "threads (or 12 for sm_90a's wgmma kernels: tile_k 64 and "
-              "64 rows of a 16-bit cache, or fp8 q on an fp8 cache)";
+              "64 rows of a 16-bit cache; 16 or 32 of fp8 q on an fp8 cache, "
+              "16 of bf16 q)";
   // Whole 16-row MMA tiles, a power of two of them that the warps split
   // evenly; the kernel is built and checked for 1, 2 and 4.
   const int32_t headsPerBlock = tiling.getHeadsPerBlock();

@@ -21,18 +21,21 @@ mlir::LogicalResult checkDecodeSupported(DecodeOp op);
 /// Whether `tiling` selects sm_90a's warp-specialised wgmma kernel
 /// (mla_decode.hip's kWarpgroupDecode): 64-key tiles, two or more stages,
 /// and 8 warps for 16 or 32 rows a block, or 12 warps (two consumer
-/// warpgroups) for 64 rows of a 16-bit cache.
+/// warpgroups) for 64 rows of a 16-bit cache, or for an fp8 cache multiplied
+/// as e4m3 (16 or 32 rows of fp8 q, 16 of bf16 q).
 bool isWarpgroupDecode(DecodeOp op, DecodeTilingAttr tiling,
                        const TargetInfo &target);
 
-/// Whether sm_90a's wgmma kernel multiplies e4m3 as stored (fp8 q on an fp8
-/// cache; mla_decode.hip's kFP8Operands): raw tiles of 128-column slabs.
-bool isFP8OperandDecode(DecodeOp op);
+/// Whether sm_90a's wgmma kernel with `tiling` multiplies e4m3 as stored
+/// (mla_decode.hip's kFP8Operands): raw tiles of 128-column slabs, from an
+/// fp8 cache read with fp8 q, or with bf16 q on 12 warps (16 rows, each q
+/// row split into e4m3 hi + lo; with 8 warps the tiles are widened to fp16).
+bool isFP8OperandDecode(DecodeOp op, DecodeTilingAttr tiling);
 
 /// The most key chunks of one request that mlagen_decode merges inside a
 /// thread-block cluster, through distributed shared memory, instead of
 /// through mlagen_decode_reduce; 1: none. 2 for sm_90a's 16-row wgmma
-/// kernels (not batch-invariant, not an fp8 cache read with bf16 q, whose
+/// kernels (not batch-invariant, not an fp8 cache widened to fp16, whose
 /// stream goes through L1): a pair's leader receives its partner's fp32 part
 /// (16 rows) in 32 KB of its own beside the stages, and clusters of 2 tile
 /// every H100/H200 GPC.

@@ -139,9 +139,9 @@ LogicalResult selectDecodeTiling(DecodeOp op, std::optional<Arch> defaultArch) {
   // sm_90a: the warp-specialised wgmma kernel (templates/kernels/
   // mla_decode.hip, warpgroup_mma), selected by 64-key tiles, two stages
   // and a producer warpgroup beside one consumer warpgroup (16 or 32 rows:
-  // 8 warps; an fp8 cache too, its producer converting to fp16 through
-  // registers) or two (12 warps: 64 rows of a 16-bit cache, or fp8 q on an
-  // fp8 cache, whose consumers take tiles in turn). An fp8 cache
+  // 8 warps) or two (12 warps: 64 rows of a 16-bit cache, or an fp8 cache
+  // multiplied as e4m3, whose consumers take tiles in turn; otherwise the
+  // producer widens an fp8 cache to fp16 through registers). An fp8 cache
   // at 64 rows takes 32-row blocks: the two-consumer kernel's producer has
   // no registers to convert through, and on the H200 32-row wgmma blocks
   // beat 64-row mma.sync ones (B128 H128 S4096: 573 us, was 745).
@@ -150,12 +150,19 @@ LogicalResult selectDecodeTiling(DecodeOp op, std::optional<Arch> defaultArch) {
     if (fp8Cache && headsPerBlock == 64)
       headsPerBlock = 32;
     tileK = 64;
-    // fp8 q with an fp8 cache multiplies e4m3 tiles of 40 KB (not 72 KB
-    // of fp16): three stages (H200, B64 H16: 60.4 us, 62.0 with four, 65.5
-    // with five) and two consumers taking tiles in turn (12 warps; H200,
-    // B128 H16 89.0 us against 96.1 with one, B128 H128 364 against 425).
-    warps = headsPerBlock == 64 || isFP8OperandDecode(op) ? 12 : 8;
-    stages = isFP8OperandDecode(op) ? 3 : 2;
+    // An fp8 cache read with fp8 q, or with bf16 q at 16 rows (split into
+    // e4m3 hi + lo), is multiplied as e4m3 in tiles of 40 KB (not 72 KB of
+    // fp16): three stages (H200, fp8 q B64 H16: 60.4 us, 62.0 with four,
+    // 65.5 with five) and two consumers taking tiles in turn (12 warps;
+    // H200, fp8 q B128 H16 89.0 us against 96.1 with one, B128 H128 364
+    // against 425; bf16 q B128 H16 92 against 123 widened). bf16 q at 32
+    // rows stays widened: its hi and lo products share accumulators there
+    // (registers), and rows of large logits lost too much (H200, q rows
+    // up to 2^3: output error 4.3e-2).
+    const bool e4m3 = fp8Cache && (op.getQType() == DType::F8E4M3 ||
+                                   headsPerBlock == 16);
+    warps = headsPerBlock == 64 || e4m3 ? 12 : 8;
+    stages = e4m3 ? 3 : 2;
     if (fits()) {
       op.setArchAttr(ArchAttr::get(ctx, *arch));
       op.setTilingAttr(tiling());
