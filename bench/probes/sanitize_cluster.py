@@ -1,5 +1,5 @@
-# One small decode step of each cluster-merging kernel (H16 bf16, fp8 q on an
-# fp8 cache), planned so that every request has two chunks (merged inside a
+# One small decode step of each cluster-merging kernel (H16 bf16, bf16 q and
+# fp8 q on an fp8 cache: KINDS bf16, fp8, fp8q), planned so that every request has two chunks (merged inside a
 # cluster), then the same step through the reduce. Small enough to run under
 # compute-sanitizer: e.g.
 #   compute-sanitizer --tool memcheck python3 bench/probes/sanitize_cluster.py
@@ -14,8 +14,8 @@ batch, seq = 4, 1024
 # KINDS=bf16 and MERGES=1 (cluster only) or 0 (reduce only) narrow it down.
 for kind in os.environ.get("KINDS", "bf16,fp8q").split(","):
     torch.manual_seed(0)
-    fp8 = kind == "fp8q"
-    step = mlagen_decode(rt, "sm_90a", batch, 16, seq, fp8, fp8)
+    fp8, fp8_q = kind in ("fp8", "fp8q"), kind == "fp8q"
+    step = mlagen_decode(rt, "sm_90a", batch, 16, seq, fp8, fp8_q)
     kernel = step.plan.kernel
     cells = {n: c.cell_contents for n, c in zip(step.__code__.co_freevars, step.__closure__)}
     q, kv, out, table, lens, lse = (cells[k] for k in ("q", "kv", "out", "table", "lens", "lse"))
@@ -26,7 +26,7 @@ for kind in os.environ.get("KINDS", "bf16,fp8q").split(","):
         plan = mlagen.DecodePlan(kernel, batch, num_sms=8, max_seq_len=seq).update([seq] * batch)
         out.fill_(float("nan"))
         kernel.decode(q, kv, out, table, lens, plan, 1 / math.sqrt(192), lse=lse,
-                      kv_scale=1 / 16 if fp8 else 1.0, q_scale=1 / 32 if fp8 else 1.0)
+                      kv_scale=1 / 16 if fp8 else 1.0, q_scale=1 / 32 if fp8_q else 1.0)
         torch.cuda.synchronize()
         results.append((plan.groups, plan.slots, out.float().clone(), lse.clone()))
     os.environ.pop("MLAGEN_CLUSTER_MERGE")
