@@ -240,6 +240,11 @@ class Kernel:
         per-tensor scale (key and value = kv_scale * stored). A kernel with
         q=fp8e4m3 (and an fp8 cache) takes q in the cache's fp8 dtype with
         out bf16; q_scale is q's per-tensor scale (q = q_scale * stored).
+        On sm_90a an fp8 cache is multiplied as e4m3 by the tensor cores
+        with fp8 q, and with bf16 q where q_len x heads <= 16 (q split into
+        e4m3 hi + lo): their sums carry about 2^-12 of each logit, far less
+        than the cache's own e4m3 rounding; bf16 q in larger blocks is
+        widened to fp16 and exact.
 
         checked=True: the kernel also verifies on the device that seq_lens[b]
         <= max_pages * page (max_pages 0: block_table's row stride) and that

@@ -189,6 +189,9 @@ struct DecodeArgs {
   float softmaxScale = 0.0f;
   // fp8 e4m3 cache (signature kv=fp8e4m3): the per-tensor scale, key and
   // value = kv_scale * stored value; finite and > 0. Ignored by 16-bit caches.
+  // sm_90a multiplies it as e4m3 with fp8 q, and with bf16 q where q_len x
+  // heads <= 16 (q split into e4m3 hi + lo): the tensor cores' sums carry
+  // about 2^-12 of each logit; bf16 q in larger blocks is widened, exact.
   float kvScale = 1.0f;
   // fp8 e4m3 q (signature q=fp8e4m3): its per-tensor scale, dequantised q =
   // q_scale * stored; finite and > 0. It only scales the logits, so the
