@@ -167,6 +167,12 @@ MLAGEN_DEVICE void cp_async_16_l2_128(u32 dst, const void *src, bool fill) {
                "l"(src), "r"(fill ? 16 : 0)
                : "memory");
 }
+// The same under an L2 policy (l2_evict_first_policy).
+MLAGEN_DEVICE void cp_async_16_l2_128(u32 dst, const void *src, bool fill, unsigned long long policy) {
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], 16, %2, %3;" ::"r"(dst),
+               "l"(src), "r"(fill ? 16 : 0), "l"(policy)
+               : "memory");
+}
 // L2 policy for data read once, such as a KV cache streamed by decode: its
 // lines are evicted first, so the stream does not push out what other
 // kernels keep in L2.
