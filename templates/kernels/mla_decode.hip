@@ -1786,7 +1786,7 @@ MLAGEN_DEVICE u32 max_u32(u32 a, u32 b) { return a > b ? a : b; }
 
 MLAGEN_DEVICE void split_q(const Job &job, const void *q, long long q_token_stride, long long q_head_stride,
                            const Layout &lay, int ctid) {
-  constexpr int kG = kConsumerThreads / kRowsN; // 16 or 8
+  constexpr int kG = kConsumerThreads / kRowsN; // 16 threads a row
   constexpr int kRowChunks = kHeadDimQK / 8;
   constexpr int kChunks = ceil_div(kRowChunks, kG);
   static_assert(kG <= 32 && 32 % kG == 0, "a row's threads sit in one warp");
