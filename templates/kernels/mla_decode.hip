@@ -916,7 +916,6 @@ constexpr int kConsumerThreads = 128 * kConsumers;
 constexpr int kSlabs = kHeadDimQK / 64;      // 9 slabs of 64 columns; V is the first 8
 constexpr int kVSlabs = kHeadDimV / 64;
 constexpr int kSlabBytes = kTileK * 128;     // [64 keys][128 bytes]
-constexpr int kQSlabBytes = kRowsN * 128;    // [rows][128 bytes]
 // fp8 q with an fp8 cache (consume_fp8): the tensor cores multiply e4m3 as
 // it is stored (wgmma k32), so Q and the tiles land raw, a slab holding 128
 // columns (576 = 4.5 slabs, the last half used); P goes as e4m3 too.
@@ -931,12 +930,12 @@ constexpr int kQSlabBytes = kRowsN * 128;    // [rows][128 bytes]
 constexpr bool kFP8Operands = kCacheFP8 && (kQueryFP8 || kNumWarps == 12);
 constexpr bool kSplitQuery = kFP8Operands && !kQueryFP8;
 static_assert(!kSplitQuery || kRowsN == 16, "bf16 q is split into e4m3 at 16 rows");
-constexpr int kQSlabRows = kSplitQuery ? 2 * kRowsN : kRowsN; // e4m3 Q: hi rows, then lo rows
+constexpr int kQSlabRows = kSplitQuery ? 2 * kRowsN : kRowsN; // split q: hi rows, then lo rows
+constexpr int kQSlabBytes = kQSlabRows * 128;                   // [rows][128 bytes]
 static_assert(!kPairedTiles || kFP8Operands, "paired consumers multiply fp8 operands");
 constexpr int kStageSlabs = kFP8Operands ? ceil_div(kHeadDimQK, 128) : kSlabs;
 constexpr int kStageBytes = kStageSlabs * kSlabBytes;
-constexpr int kQFP8SlabBytes = kQSlabRows * 128;
-constexpr int kQBytes = kStageSlabs * (kFP8Operands ? kQFP8SlabBytes : kQSlabBytes);
+constexpr int kQBytes = kStageSlabs * kQSlabBytes;
 constexpr int kPBytes = kRowsN * 128; // [rows][64 keys]
 constexpr int kPSlabs = kPairedTiles ? 2 : 1; // one P slab per consumer of its own tiles
 constexpr int kOutStride = kHeadDimV + 4; // fp32 staging of O, conflict-free writes
@@ -1052,8 +1051,7 @@ MLAGEN_DEVICE void produce(const Job &job, const PagedCache &cache, const Layout
   // evict-first from L2 (H200, bf16 H16 B1 S32768 26.7 -> 25.5 us, B4-B8
   // 37.2-37.3 -> 34.1-34.6, B32 55.7 -> 53.8); chunks merged in a cluster
   // (B64: 89.5 -> 91.8) and whole requests keep plain copies.
-  const bool evict_first = !kSplitStages && job.slot >= 0;
-  const unsigned long long stream = nv::l2_evict_first_policy();
+  const nv::L2Stream stream = nv::l2_stream(!kSplitStages && job.slot >= 0);
   for (int it = 0; it < num_tiles; ++it) {
     const u32 dst = lay.stage(it);
     const int k0 = job.key_begin + it * kTileK;
@@ -1073,11 +1071,8 @@ MLAGEN_DEVICE void produce(const Job &job, const PagedCache &cache, const Layout
         // A row past the keys reads nothing and is zero-filled.
         const u16 *src = (valid ? cache.row(page[i], k0 + r) : cache.base) + chunk * 8;
         for (int s = s_begin; s < s_end; ++s)
-          if (evict_first)
-            nv::cp_async_16_l2_128(dst + s * kSlabBytes + swizzled(r, chunk), valid ? src + s * 64 : src, valid,
-                                   stream);
-          else
-            nv::cp_async_16_l2_128(dst + s * kSlabBytes + swizzled(r, chunk), valid ? src + s * 64 : src, valid);
+          nv::cp_async_16_l2_128(dst + s * kSlabBytes + swizzled(r, chunk), valid ? src + s * 64 : src, valid,
+                                 stream);
       }
       // The half's first slab barrier stands for the half.
       sm90::cp_async_arrive(lay.full(it % kStages, s_begin));
@@ -1307,7 +1302,7 @@ MLAGEN_DEVICE void produce_fp8_operands(const Job &job, const PagedCache &cache,
       const int g = job.row0 + row;
       const bool valid = is_real_row(g);
       const u8 *src = valid ? q_row(q, g, q_token_stride, q_head_stride) + piece * 8 : cache.row8(0, 0);
-      nv::cp_async_8(fp8_operand_at(lay.q, kQFP8SlabBytes, row, piece / 2) + (piece % 2) * 8, src, valid);
+      nv::cp_async_8(fp8_operand_at(lay.q, kQSlabBytes, row, piece / 2) + (piece % 2) * 8, src, valid);
     }
     sm90::cp_async_arrive(lay.q_full());
   }
@@ -1327,8 +1322,7 @@ MLAGEN_DEVICE void produce_fp8_operands(const Job &job, const PagedCache &cache,
   // else is in L2 stays); a whole request keeps plain copies (B128 92.1
   // against 94 evict-first, 98 with an explicit evict_normal policy).
   // 32-row producers spilled with the policy register.
-  const bool evict_first = kRowsN == 16 && job.slot != -1;
-  const unsigned long long stream = nv::l2_evict_first_policy();
+  const nv::L2Stream stream = nv::l2_stream(kRowsN == 16 && job.slot != -1);
   for (int it = 0; it < num_tiles; ++it) {
     if (it >= kStages)
       sm90::mbarrier_wait(lay.empty(it % kStages), (it / kStages - 1) & 1);
@@ -1341,10 +1335,7 @@ MLAGEN_DEVICE void produce_fp8_operands(const Job &job, const PagedCache &cache,
       const u8 *src = cache.row8(valid ? page[pass] : 0, job.key_begin + it * kTileK + r) + quarter * 16;
 #pragma unroll
       for (int s = 0; s < kHeadDimQK / 64; ++s)
-        if (evict_first)
-          nv::cp_async_16_l2_128(fp8_operand_at(dst, kSlabBytes, r, quarter + 4 * s), src + s * 64, valid, stream);
-        else
-          nv::cp_async_16_l2_128(fp8_operand_at(dst, kSlabBytes, r, quarter + 4 * s), src + s * 64, valid);
+        nv::cp_async_16_l2_128(fp8_operand_at(dst, kSlabBytes, r, quarter + 4 * s), src + s * 64, valid, stream);
     }
     sm90::cp_async_arrive(lay.full(it % kStages));
     if (it + 1 < num_tiles)
@@ -1782,8 +1773,6 @@ MLAGEN_DEVICE void merge_pair(const Job &job, const Output &output, const Layout
 // e4m3 of what hi rounded away (split_fp8_pair), stored raw like fp8 q
 // (element k of a row at byte k; lo kRowsN rows down). The row's 2^-e goes
 // to lay.q_unscale.
-MLAGEN_DEVICE u32 max_u32(u32 a, u32 b) { return a > b ? a : b; }
-
 MLAGEN_DEVICE void split_q(const Job &job, const void *q, long long q_token_stride, long long q_head_stride,
                            const Layout &lay, int ctid) {
   constexpr int kG = kConsumerThreads / kRowsN; // 16 threads a row
@@ -1795,7 +1784,7 @@ MLAGEN_DEVICE void split_q(const Job &job, const void *q, long long q_token_stri
   const bool real = is_real_row(g);
   const u8 *src = real ? q_row(q, g, q_token_stride, q_head_stride) : nullptr;
   Raw16 v[kChunks];
-  u32 top = 0; // largest |q| (bf16 magnitudes compare as integers)
+  int top = 0; // largest |q| (bf16 magnitudes compare as integers)
 #pragma unroll
   for (int i = 0; i < kChunks; ++i) {
     const int c = sub + kG * i;
@@ -1804,14 +1793,14 @@ MLAGEN_DEVICE void split_q(const Job &job, const void *q, long long q_token_stri
       v[i] = *reinterpret_cast<const Raw16 *>(src + c * 16);
 #pragma unroll
     for (int w = 0; w < 4; ++w)
-      top = max_u32(top, max_u32(v[i].w[w] & 0x7fffu, (v[i].w[w] >> 16) & 0x7fffu));
+      top = max_int(top, max_int(v[i].w[w] & 0x7fff, (v[i].w[w] >> 16) & 0x7fff));
   }
 #pragma unroll
   for (int m = 1; m < kG; m *= 2)
-    top = max_u32(top, __shfl_xor_sync(0xffffffffu, top, m));
+    top = max_int(top, __shfl_xor_sync(0xffffffffu, top, m));
   // bf16 exponent field E: |q| < 2^(E - 126), so 2^(134 - E) brings it
   // under 256 (and to 128 or more); kept within normal floats.
-  const int e = top == 0 ? 0 : min_int(max_int(134 - int(top >> 7), -120), 120);
+  const int e = top == 0 ? 0 : min_int(max_int(134 - (top >> 7), -120), 120);
   const float up = __int_as_float((127 + e) << 23);
   if (sub == 0)
     lay.q_unscale[row] = __int_as_float((127 - e) << 23);
@@ -1827,7 +1816,7 @@ MLAGEN_DEVICE void split_q(const Job &job, const void *q, long long q_token_stri
       unpack2<bf16>(v[i].w[w], a, b);
       sm90::split_fp8_pair(a * up, b * up, hi[w], lo[w]);
     }
-    const u32 at = fp8_operand_at(lay.q, kQFP8SlabBytes, row, c / 2) + (c % 2) * 8;
+    const u32 at = fp8_operand_at(lay.q, kQSlabBytes, row, c / 2) + (c % 2) * 8;
     store_shared_u32x2(at, hi[0] | hi[1] << 16, hi[2] | hi[3] << 16);
     store_shared_u32x2(at + kRowsN * 128, lo[0] | lo[1] << 16, lo[2] | lo[3] << 16);
   }
@@ -1883,7 +1872,7 @@ MLAGEN_DEVICE void consume_fp8(const Job &job, const void *q, long long q_token_
 #pragma unroll
     for (int ks = 0; ks < kHeadDimQK / 32; ++ks)
       WgmmaS8::ss(chains[ks % kSChains], k_desc + ((ks / 4) * kSlabBytes + (ks % 4) * 32) / 16,
-                  q_desc + ((ks / 4) * kQFP8SlabBytes + (ks % 4) * 32) / 16, ks >= kSChains);
+                  q_desc + ((ks / 4) * kQSlabBytes + (ks % 4) * 32) / 16, ks >= kSChains);
     sm90::wgmma_commit();
     auto load_chunk = [&](int c) {
 #pragma unroll

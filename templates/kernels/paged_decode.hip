@@ -505,7 +505,7 @@ MLAGEN_DEVICE void fetch_pages(const int *table, int tile0, int end, int (&pages
 // policy (see the callers).
 MLAGEN_DEVICE void issue_tile(const mlagen_paged_decode_params &p, const int (&pages)[kCopies], int head,
                               int tile0, int end, u32 dst, bool evict_first) {
-  const unsigned long long policy = nv::l2_evict_first_policy();
+  const nv::L2Stream stream = nv::l2_stream(evict_first);
   const u8 *k_cache = static_cast<const u8 *>(p.k_cache);
   const u8 *v_cache = static_cast<const u8 *>(p.v_cache);
   const int first_row = (thread_index() / 32) * kWarpKeys, lane = thread_index() % 32;
@@ -517,13 +517,8 @@ MLAGEN_DEVICE void issue_tile(const mlagen_paged_decode_params &p, const int (&p
     const long long offset = (long long)pages[i] * p.kv_block_stride +
                              (long long)(key % kPageSize) * p.kv_token_stride + (long long)head * p.kv_head_stride;
     const u32 at = dst + row * kCachePitch + vec * 16;
-    if (evict_first) {
-      nv::cp_async_16_l2_128(at, k_cache + offset * kElemBytes + vec * 16, key < end, policy);
-      nv::cp_async_16_l2_128(at + kTileBytes, v_cache + offset * kElemBytes + vec * 16, key < end, policy);
-    } else {
-      nv::cp_async_16_l2_128(at, k_cache + offset * kElemBytes + vec * 16, key < end);
-      nv::cp_async_16_l2_128(at + kTileBytes, v_cache + offset * kElemBytes + vec * 16, key < end);
-    }
+    nv::cp_async_16_l2_128(at, k_cache + offset * kElemBytes + vec * 16, key < end, stream);
+    nv::cp_async_16_l2_128(at + kTileBytes, v_cache + offset * kElemBytes + vec * 16, key < end, stream);
   }
 }
 

@@ -167,12 +167,6 @@ MLAGEN_DEVICE void cp_async_16_l2_128(u32 dst, const void *src, bool fill) {
                "l"(src), "r"(fill ? 16 : 0)
                : "memory");
 }
-// The same under an L2 policy (l2_evict_first_policy).
-MLAGEN_DEVICE void cp_async_16_l2_128(u32 dst, const void *src, bool fill, unsigned long long policy) {
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], 16, %2, %3;" ::"r"(dst),
-               "l"(src), "r"(fill ? 16 : 0), "l"(policy)
-               : "memory");
-}
 // L2 policy for data read once, such as a KV cache streamed by decode: its
 // lines are evicted first, so the stream does not push out what other
 // kernels keep in L2.
@@ -180,6 +174,23 @@ MLAGEN_DEVICE unsigned long long l2_evict_first_policy() {
   unsigned long long policy;
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
   return policy;
+}
+// How a copy stream treats L2: evict-first, or plain copies (the kernels
+// choose per work item; an explicit evict_normal policy measured slower
+// than none on the H200).
+struct L2Stream {
+  bool evict_first;
+  unsigned long long policy;
+};
+MLAGEN_DEVICE L2Stream l2_stream(bool evict_first) { return {evict_first, l2_evict_first_policy()}; }
+// cp_async_16_l2_128 under `stream`'s L2 treatment.
+MLAGEN_DEVICE void cp_async_16_l2_128(u32 dst, const void *src, bool fill, const L2Stream &stream) {
+  if (stream.evict_first)
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], 16, %2, %3;" ::"r"(dst),
+                 "l"(src), "r"(fill ? 16 : 0), "l"(stream.policy)
+                 : "memory");
+  else
+    cp_async_16_l2_128(dst, src, fill);
 }
 // A 16-byte global load under an L2 policy.
 MLAGEN_DEVICE void load_global_16(u32 (&v)[4], const void *src, unsigned long long policy) {

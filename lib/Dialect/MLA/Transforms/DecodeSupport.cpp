@@ -88,7 +88,7 @@ int64_t mlagen::mla::getDecodeSharedBytes(DecodeOp op, DecodeTilingAttr tiling,
     // e4m3 operands: Q and the tiles stay e4m3, in slabs of 128 columns
     // (the last one half used), and P is e4m3 plus its residue; on 12 warps
     // two consumers take tiles in turn, each with its own P and row floats;
-    // bf16 q is split into two sets of Q slabs (hi, lo) and a float a row
+    // split bf16 q has twice the Q rows (hi, then lo) and a float a row
     // that undoes its scale.
     const int64_t qkSlabs = dqk / 64;
     const bool merges = getDecodeClusterParts(op, tiling, target) > 1;
