@@ -445,10 +445,13 @@ MLAGEN_DEVICE void decode_simt(const mlagen_paged_decode_params &p, int item_ind
 // NVIDIA (kMatrixCores): QK and PV on mma.sync m16n8k16, the block's rows
 // padded to the 16 rows of an mma. K/V tiles go global -> shared with
 // cp.async, kStages deep. An fp8 cache (sm_90a) stays fp8 in the stages
-// (half the bytes, so more stages fit) and each warp widens its own keys to
-// fp16 in a private buffer before its mmas (cvt.rn.f16x2.e4m3x2, exact);
-// QK and PV then run in fp16, q rounded to fp16, and the scales multiply
-// the logit scale and the final normalisation. Each warp owns a quarter of
+// (half the bytes, so more stages fit); ldmatrix reads the raw bytes as
+// 16-bit pairs and cvt.rn.f16x2.e4m3x2 widens the fragments in registers
+// (exact), so QK and PV run in fp16, q rounded to fp16, and the scales
+// multiply the logit scale and the final normalisation. The raw fragments
+// hold other columns than fp16 ones would: q's columns are stored permuted
+// to match K's (`fp8_q_column`), and O's columns come out permuted
+// (`o_column`, undone when the warps merge). Each warp owns a quarter of
 // every tile's keys with its own online-softmax state (FlashDecoding's
 // split within the block) and copies those keys itself, so the warps never
 // wait for each other inside the key loop: a warp keeps (kStages - 1) of
@@ -466,10 +469,7 @@ constexpr int kTileBytes = kTileK * kCachePitch;
 constexpr int kStageBytes = 2 * kTileBytes;      // K then V
 constexpr int kRowVectors = kHeadDim * kElemBytes / 16; // 16-byte vectors per cache row
 constexpr int kCopies = kWarpKeys * kRowVectors / 32; // per lane, K (and V)
-// fp8: each warp's keys of the current tile widened to fp16, K then V.
-constexpr int kWideBytes = 2 * kWarpKeys * kPitch;
-constexpr int kWideOffset = kStages * kStageBytes;
-constexpr int kMmaStatOffset = kWideOffset + (kCacheFP8 ? kWarps * kWideBytes : 0);
+constexpr int kMmaStatOffset = kStages * kStageBytes;
 constexpr int kMmaQOffset = kMmaStatOffset + 512;
 constexpr int kScratchPitch = kHeadDim + 8;      // floats
 // The checks hold where this kernel is the one compiled.
@@ -522,28 +522,23 @@ MLAGEN_DEVICE void issue_tile(const mlagen_paged_decode_params &p, const int (&p
   }
 }
 
-// fp8: this warp's keys of the staged tile at `stage` widened to fp16 rows
-// of kPitch bytes at `wide`, K rows then V rows (exact; zero-filled keys
-// stay zero).
-MLAGEN_DEVICE void widen_keys(const u8 *stage, u8 *wide) {
-  constexpr int kVectors = kWarpKeys * kRowVectors; // 16 fp8 each, per K or V
-  static_assert(2 * kVectors % 32 == 0, "whole vectors per lane");
-  const int warp = thread_index() / 32, lane = thread_index() % 32;
-  // Unrolled by 4: wide heads keep their registers for O (d256 spills fully
-  // unrolled).
-#pragma unroll 4
-  for (int n = 0; n < 2 * kVectors / 32; ++n) {
-    const int i = lane + n * 32, kv = i / kVectors, row = i % kVectors / kRowVectors, vec = i % kRowVectors;
-    const Vec16 in =
-        *reinterpret_cast<const Vec16 *>(stage + kv * kTileBytes + (warp * kWarpKeys + row) * kCachePitch + vec * 16);
-    Vec16 out[2];
-#pragma unroll
-    for (int j = 0; j < 4; ++j)
-      fp8e4m3x4_to_f16(in.w[j], out[j / 2].w[2 * (j % 2)], out[j / 2].w[2 * (j % 2) + 1]);
-    u8 *dst = wide + (kv * kWarpKeys + row) * kPitch + vec * 32;
-    reinterpret_cast<Vec16 *>(dst)[0] = out[0];
-    reinterpret_cast<Vec16 *>(dst)[1] = out[1];
-  }
+// fp8 QK: ldmatrix gives lane (g, t4) bytes 4 t4 .. 4 t4 + 3 of a 16-byte
+// row slice, which widen to the B fragments of k = {2 t4, 2 t4 + 1} and
+// {2 t4 + 8, 2 t4 + 9}. So column c of a 16-column k-step holds q's (and
+// K's) dimension fp8_q_column(c) of that step.
+MLAGEN_DEVICE int fp8_q_column(int c) {
+  const int in_step = c % 16;
+  return c - in_step + 4 * (in_step % 8 / 2) + 2 * (in_step / 8) + in_step % 2;
+}
+
+// The dimension of element (n-tile n, column pair element e) of this lane's
+// O fragments. fp8: a transposed ldmatrix of raw V gives lane (g, t4) keys
+// 2 t4, 2 t4 + 1 of dimensions 2 g and 2 g + 1 (bytes); widened, these are
+// the B fragments of two n-tiles, the even and the odd dimensions of 16.
+MLAGEN_DEVICE int o_column(int n, int e, int t4) {
+  if (!kCacheFP8)
+    return 8 * n + 2 * t4 + e;
+  return 32 * (n / 4) + 16 * (n % 4 / 2) + 2 * (2 * t4 + e) + n % 2;
 }
 
 } // namespace mma
@@ -605,7 +600,8 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
     u16 bits = 0;
     if (r < kRowsPerBlock) {
       const int row = row_base + r, t = row / kGroup, h = head * kGroup + row % kGroup;
-      bits = static_cast<const u16 *>(p.q)[b * p.q_batch_stride + t * p.q_token_stride + h * p.q_head_stride + c];
+      const int dim = kCacheFP8 ? fp8_q_column(c) : c;
+      bits = static_cast<const u16 *>(p.q)[b * p.q_batch_stride + t * p.q_token_stride + h * p.q_head_stride + dim];
       if (kCacheFP8) { // q in the mma's fp16
         float x, unused;
         unpack2<Elem>(bits, x, unused);
@@ -622,6 +618,8 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
   const u32 q_lane = smem_base + kMmaQOffset + ((m8 % 2) * 8 + r8) * kPitch + (m8 / 2) * 16;
   const u32 k_lane = ((m8 / 2) * 8 + r8) * kPitch + (m8 % 2) * 16;
   const u32 v_lane = ((m8 % 2) * 8 + r8) * kPitch + (m8 / 2) * 16;
+  // fp8 K and V rows: matrices (keys 0-7, bytes 0-15), (8-15, 0-15), (0-7, 16-31), (8-15, 16-31).
+  const u32 raw_lane = ((m8 % 2) * 8 + r8) * kCachePitch + (m8 / 2) * 16;
   u32 q_frag[kQInRegisters ? kDimSteps : 1][4];
   if (kQInRegisters) {
 #pragma unroll
@@ -660,15 +658,9 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
       }
       nv::cp_async_commit();
     }
-    // This warp's rows: in the stage (16-bit caches) or widened (fp8).
-    u32 k_tile = smem_base + (it % kStages) * kStageBytes + warp * kWarpKeys * kCachePitch;
-    u32 v_tile = k_tile + kTileBytes;
-    if (kCacheFP8) {
-      widen_keys(smem + (it % kStages) * kStageBytes, smem + kWideOffset + warp * kWideBytes);
-      warp_barrier();
-      k_tile = smem_base + kWideOffset + warp * kWideBytes;
-      v_tile = k_tile + kWarpKeys * kPitch;
-    }
+    // This warp's rows in the stage.
+    const u32 k_tile = smem_base + (it % kStages) * kStageBytes + warp * kWarpKeys * kCachePitch;
+    const u32 v_tile = k_tile + kTileBytes;
 #pragma unroll
     for (int ks = 0; ks < kKeySteps; ++ks) {
       const int tile_row = ks * 16; // within the warp's rows
@@ -678,11 +670,7 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
 
       // S = q K^T for 16 keys: two 8-key n-tiles.
       float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-#pragma unroll
-      for (int d = 0; d < kDimSteps; ++d) {
-        u32 kb[4];
-        nv::ldmatrix_x4(kb, k_tile + tile_row * kPitch + k_lane + d * 32);
-        u32 qa[4];
+      auto q_step = [&](int d, u32(&qa)[4]) {
         if (kQInRegisters) {
 #pragma unroll
           for (int e = 0; e < 4; ++e)
@@ -690,8 +678,31 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
         } else {
           nv::ldmatrix_x4(qa, q_lane + d * 32);
         }
-        nv::mma_16x8x16<MmaElem>(s[0], qa, kb[0], kb[1]);
-        nv::mma_16x8x16<MmaElem>(s[1], qa, kb[2], kb[3]);
+      };
+      if (kCacheFP8) {
+        // raw[m]: key g + 8 (m % 2), bytes 4 t4 .. 4 t4 + 3 of step 2 dd + m / 2.
+#pragma unroll
+        for (int dd = 0; dd < kDimSteps / 2; ++dd) {
+          u32 raw[4];
+          nv::ldmatrix_x4(raw, k_tile + tile_row * kCachePitch + raw_lane + dd * 32);
+#pragma unroll
+          for (int m = 0; m < 4; ++m) {
+            u32 qa[4], kb0, kb1;
+            q_step(2 * dd + m / 2, qa);
+            fp8e4m3x4_to_f16(raw[m], kb0, kb1);
+            nv::mma_16x8x16<MmaElem>(s[m % 2], qa, kb0, kb1);
+          }
+        }
+      } else {
+#pragma unroll
+        for (int d = 0; d < kDimSteps; ++d) {
+          u32 kb[4];
+          nv::ldmatrix_x4(kb, k_tile + tile_row * kPitch + k_lane + d * 32);
+          u32 qa[4];
+          q_step(d, qa);
+          nv::mma_16x8x16<MmaElem>(s[0], qa, kb[0], kb[1]);
+          nv::mma_16x8x16<MmaElem>(s[1], qa, kb[2], kb[3]);
+        }
       }
 
       // Online softmax in the log2 domain; s[j][e] is row g + 8 (e / 2),
@@ -749,12 +760,31 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
       pa[1] = pack2<MmaElem>(s[0][2], s[0][3]);
       pa[2] = pack2<MmaElem>(s[1][0], s[1][1]);
       pa[3] = pack2<MmaElem>(s[1][2], s[1][3]);
+      if (kCacheFP8) {
+        // raw[2 h + i]: keys 8 i + 2 t4, + 1 of dimensions 32 dd + 16 h + 2 g,
+        // + 1; bytes reordered so that each 16-bit half is one dimension's
+        // key pair, then widened: the even and the odd n-tile.
 #pragma unroll
-      for (int d = 0; d < kDimSteps; ++d) {
-        u32 vb[4];
-        nv::ldmatrix_x4_trans(vb, v_tile + tile_row * kPitch + v_lane + d * 32);
-        nv::mma_16x8x16<MmaElem>(o[2 * d], pa, vb[0], vb[1]);
-        nv::mma_16x8x16<MmaElem>(o[2 * d + 1], pa, vb[2], vb[3]);
+        for (int dd = 0; dd < kDimSteps / 2; ++dd) {
+          u32 raw[4];
+          nv::ldmatrix_x4_trans(raw, v_tile + tile_row * kCachePitch + raw_lane + dd * 32);
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            u32 even0, odd0, even1, odd1;
+            fp8e4m3x4_to_f16(__byte_perm(raw[2 * h], 0u, 0x3120), even0, odd0);
+            fp8e4m3x4_to_f16(__byte_perm(raw[2 * h + 1], 0u, 0x3120), even1, odd1);
+            nv::mma_16x8x16<MmaElem>(o[4 * dd + 2 * h], pa, even0, even1);
+            nv::mma_16x8x16<MmaElem>(o[4 * dd + 2 * h + 1], pa, odd0, odd1);
+          }
+        }
+      } else {
+#pragma unroll
+        for (int d = 0; d < kDimSteps; ++d) {
+          u32 vb[4];
+          nv::ldmatrix_x4_trans(vb, v_tile + tile_row * kPitch + v_lane + d * 32);
+          nv::mma_16x8x16<MmaElem>(o[2 * d], pa, vb[0], vb[1]);
+          nv::mma_16x8x16<MmaElem>(o[2 * d + 1], pa, vb[2], vb[3]);
+        }
       }
     }
   }
@@ -785,11 +815,11 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
       for (int w = 0; w < kWarps; ++w)
         m_all = max_float(m_all, stat_m[w * 16 + r]);
       const float f = exp2_approx(m_run[hh] - (m_all == kNegInf ? 0.0f : m_all));
-      float *dst = scratch + (warp * kRowsPerBlock + r) * kScratchPitch + 2 * t4;
+      float *dst = scratch + (warp * kRowsPerBlock + r) * kScratchPitch;
 #pragma unroll
       for (int n = 0; n < kHeadDim / 8; ++n) {
-        dst[8 * n] = o[n][2 * hh] * f;
-        dst[8 * n + 1] = o[n][2 * hh + 1] * f;
+        dst[o_column(n, 0, t4)] = o[n][2 * hh] * f;
+        dst[o_column(n, 1, t4)] = o[n][2 * hh + 1] * f;
       }
     }
   }

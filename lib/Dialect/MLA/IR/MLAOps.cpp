@@ -277,8 +277,8 @@ int32_t PagedDecodeOp::getHeadDimPad() {
 bool PagedDecodeOp::usesMatrixCores() {
   // NVIDIA's mma.sync kernel: ldmatrix reads 16-bit rows, a k-step is 16
   // columns, and each of the 4 warps takes 16 or 32 keys of a tile. An fp8
-  // cache is widened to fp16 by sm_90a's cvt (sm_80 has none), 16 bytes
-  // (32 columns) at a time.
+  // cache's fragments are widened to fp16 by sm_90a's cvt (sm_80 has none),
+  // read 32 columns (two k-steps) at a time.
   std::optional<Arch> arch = getArch();
   if (!arch || (*arch != Arch::SM80 && *arch != Arch::SM90A))
     return false;
@@ -306,21 +306,12 @@ int32_t PagedDecodeOp::getCacheRowBytes() {
   return getHeadDim() * (getKvType() == DType::F8E4M3 ? 1 : 2);
 }
 
-int32_t PagedDecodeOp::getWidenedBytes() {
-  // Every warp's keys of one tile as fp16 rows padded by 16 bytes, K and V.
-  if (!usesMatrixCores() || getKvType() != DType::F8E4M3)
-    return 0;
-  return 2 * getTileK() * (2 * getHeadDim() + 16);
-}
-
 int32_t PagedDecodeOp::getStages() {
   if (!usesMatrixCores())
     return 1;
   // Decode is bound by bytes in flight: as many K/V tiles as fit two
-  // blocks per SM (sm_90a 228 KB, sm_80 164 KB) beside the fp8 kernel's
-  // widened keys, 2 to 4.
+  // blocks per SM (sm_90a 228 KB, sm_80 164 KB), 2 to 4.
   int64_t budget = *getArch() == Arch::SM90A ? 112 * 1024 : 80 * 1024;
-  budget -= getWidenedBytes();
   int64_t stage = 2 * int64_t(getTileK()) * (getCacheRowBytes() + 16);
   return static_cast<int32_t>(std::clamp<int64_t>(budget / stage, 2, 4));
 }
@@ -335,12 +326,11 @@ int32_t PagedDecodeOp::getRowsPerBlock() {
 
 int32_t PagedDecodeOp::getSharedBytes() {
   if (usesMatrixCores()) {
-    // kStages K/V tiles of cache rows padded by 16 bytes, the fp8 kernel's
-    // widened keys, 128 floats of per-warp stats, and q as 16 fp16/bf16
-    // rows (the block's rows, zero past them).
+    // kStages K/V tiles of cache rows padded by 16 bytes, 128 floats of
+    // per-warp stats, and q as 16 fp16/bf16 rows (the block's rows, zero
+    // past them).
     int32_t pitch = 2 * getHeadDim() + 16;
-    return getStages() * 2 * getTileK() * (getCacheRowBytes() + 16) +
-           getWidenedBytes() + 512 + 16 * pitch;
+    return getStages() * 2 * getTileK() * (getCacheRowBytes() + 16) + 512 + 16 * pitch;
   }
   // The template's layout: K and V tiles of rows padded by 16 bytes, fp32
   // scores [rows][tile_k + 4], fp32 q [rows][pad + 4], 32 floats of stats.
