@@ -217,19 +217,21 @@ bool describeCacheTensorMap(const Signature &sig, const CodeObject &code,
                             TensorMapRequest &request) {
   constexpr int kTile = 64;
   if (sig.arch != Arch::SM90A || code.tileQ != 64 || code.tileK != kTile ||
-      sig.pageSize != kTile || sig.kvType == DType::FP8E4M3 ||
-      sig.headDimQK % kTile != 0)
+      sig.pageSize != kTile || sig.headDimQK % kTile != 0)
     return false;
   const DecodeParams &p = launch.params;
   request.base = p.kv_cache;
   // Unchecked launches do not say how many pages the cache holds: the map
   // then covers 2^31 of them (the kernel reads only pages of the table).
+  // An fp8 cache is mapped as 16-bit pairs of its bytes: the kernel copies
+  // raw bytes and widens them itself.
   const int64_t pages = args.checked ? args.numBlocks : (int64_t(1) << 31);
-  request.sizes[0] = static_cast<unsigned long long>(sig.headDimQK);
+  const unsigned long long elemBytes = sig.kvType == DType::FP8E4M3 ? 1 : 2;
+  request.sizes[0] = static_cast<unsigned long long>(sig.headDimQK) * elemBytes / 2;
   request.sizes[1] = kTile;
   request.sizes[2] = static_cast<unsigned long long>(pages);
-  request.strides[0] = static_cast<unsigned long long>(p.kv_token_stride) * 2;
-  request.strides[1] = static_cast<unsigned long long>(p.kv_block_stride) * 2;
+  request.strides[0] = static_cast<unsigned long long>(p.kv_token_stride) * elemBytes;
+  request.strides[1] = static_cast<unsigned long long>(p.kv_block_stride) * elemBytes;
   request.box[0] = kTile; // 128 bytes: the swizzle's span
   request.box[1] = kTile;
   request.box[2] = 1;

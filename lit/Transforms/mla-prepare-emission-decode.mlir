@@ -66,30 +66,23 @@ mla.decode @shallow qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1
 
 // -----
 
-// expected-error @+1 {{'tiling' warps (6) must be a power of two up to 32 giving a multiple of 128 threads (or 12 for sm_90a's wgmma kernels: tile_k 64 and 64 rows of a 16-bit cache; 16 or 32 of fp8 q on an fp8 cache, 16 of bf16 q)}}
+// expected-error @+1 {{'tiling' warps (6) must be a power of two up to 32 giving a multiple of 128 threads (or 12 for sm_90a's wgmma kernels: tile_k 64 and 64 rows; 16 or 32 of fp8 q on an fp8 cache, 16 of bf16 q)}}
 mla.decode @six_warps qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, arch = sm_90a, tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 6, wave_size = 32, stages = 1>, q_type = bf16, kv_type = bf16, out_type = bf16
 
 // -----
 
-// expected-error @+1 {{'tiling' warps (2) must be a power of two up to 32 giving a multiple of 128 threads (or 12 for sm_90a's wgmma kernels: tile_k 64 and 64 rows of a 16-bit cache; 16 or 32 of fp8 q on an fp8 cache, 16 of bf16 q)}}
+// expected-error @+1 {{'tiling' warps (2) must be a power of two up to 32 giving a multiple of 128 threads (or 12 for sm_90a's wgmma kernels: tile_k 64 and 64 rows; 16 or 32 of fp8 q on an fp8 cache, 16 of bf16 q)}}
 mla.decode @two_warps qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, arch = sm_90a, tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 2, wave_size = 32, stages = 1>, q_type = bf16, kv_type = bf16, out_type = bf16
 
 // -----
 
-// 12 warps are the two-consumer wgmma kernels': not with 64 rows of an fp8
-// cache.
-// expected-error @+1 {{'tiling' warps (12) must be a power of two up to 32 giving a multiple of 128 threads (or 12 for sm_90a's wgmma kernels: tile_k 64 and 64 rows of a 16-bit cache; 16 or 32 of fp8 q on an fp8 cache, 16 of bf16 q)}}
-mla.decode @twelve_warps_fp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, arch = sm_90a, tiling = <heads = 128, heads_per_block = 64, tile_k = 64, warps = 12, wave_size = 32, stages = 2>, q_type = bf16, kv_type = f8E4M3, out_type = bf16
-
-// -----
-
 // bf16 q on an fp8 cache is split into e4m3 at 16 rows only.
-// expected-error @+1 {{'tiling' warps (12) must be a power of two up to 32 giving a multiple of 128 threads (or 12 for sm_90a's wgmma kernels: tile_k 64 and 64 rows of a 16-bit cache; 16 or 32 of fp8 q on an fp8 cache, 16 of bf16 q)}}
+// expected-error @+1 {{'tiling' warps (12) must be a power of two up to 32 giving a multiple of 128 threads (or 12 for sm_90a's wgmma kernels: tile_k 64 and 64 rows; 16 or 32 of fp8 q on an fp8 cache, 16 of bf16 q)}}
 mla.decode @twelve_warps_fp8_32_rows qk_head_dim = 576, v_head_dim = 512, q_heads = 32, q_len = 1, page_size = 64, arch = sm_90a, tiling = <heads = 32, heads_per_block = 32, tile_k = 64, warps = 12, wave_size = 32, stages = 3>, q_type = bf16, kv_type = f8E4M3, out_type = bf16
 
 // -----
 
-// expected-error @+1 {{'tiling' warps (12) must be a power of two up to 32 giving a multiple of 128 threads (or 12 for sm_90a's wgmma kernels: tile_k 64 and 64 rows of a 16-bit cache; 16 or 32 of fp8 q on an fp8 cache, 16 of bf16 q)}}
+// expected-error @+1 {{'tiling' warps (12) must be a power of two up to 32 giving a multiple of 128 threads (or 12 for sm_90a's wgmma kernels: tile_k 64 and 64 rows; 16 or 32 of fp8 q on an fp8 cache, 16 of bf16 q)}}
 mla.decode @twelve_warps_16_rows qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, arch = sm_90a, tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 12, wave_size = 32, stages = 2>, q_type = bf16, kv_type = bf16, out_type = bf16
 
 // -----

@@ -16,10 +16,13 @@
 // 128 heads: 64 rows a block.
 // CHECK-LABEL: mla.decode @sm_90a_tp1
 //  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 64, tile_k = 64, warps = 12, wave_size = 32, stages = 2>,
-// An fp8 cache at 64 rows takes 32-row blocks of the one-consumer kernel
-// (the two-consumer kernel's producer has no registers to convert through);
-// with bf16 q it widens the tiles to fp16 there.
+// An fp8 cache read with bf16 q from pages of 64 keys keeps 64 rows: the
+// two-consumer kernel, whose producer widens the raw tiles in place in each
+// stage half. Other pages take 32-row blocks of the one-consumer kernel
+// that widens through registers.
 // CHECK-LABEL: mla.decode @sm_90a_tp1_fp8
+//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 64, tile_k = 64, warps = 12, wave_size = 32, stages = 2>,
+// CHECK-LABEL: mla.decode @sm_90a_tp1_fp8_page_16
 //  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 32, tile_k = 64, warps = 8, wave_size = 32, stages = 2>,
 // fp8 q on an fp8 cache multiplies e4m3 tiles of 40 KB: three stages, two
 // consumers taking tiles in turn (12 warps).
@@ -57,6 +60,7 @@ mla.decode @sm_90a_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len 
 mla.decode @sm_90a_tp8_fp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, arch = sm_90a, q_type = bf16, kv_type = f8E4M3, out_type = bf16
 mla.decode @sm_90a_tp1 qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, lse, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16
 mla.decode @sm_90a_tp1_fp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, lse, arch = sm_90a, q_type = bf16, kv_type = f8E4M3, out_type = bf16
+mla.decode @sm_90a_tp1_fp8_page_16 qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 16, lse, arch = sm_90a, q_type = bf16, kv_type = f8E4M3, out_type = bf16
 mla.decode @sm_90a_tp8_fp8_q qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, lse, arch = sm_90a, q_type = f8E4M3, kv_type = f8E4M3, out_type = bf16
 mla.decode @sm_90a_tp1_fp8_q qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, lse, arch = sm_90a, q_type = f8E4M3, kv_type = f8E4M3, out_type = bf16
 mla.decode @sm_90a_mtp qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 4, page_size = 1, lse, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16

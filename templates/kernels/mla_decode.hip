@@ -106,7 +106,7 @@ MLAGEN_DEVICE bool is_real_row(int g) { return g < kRows && (kNumQHeads == kNumH
 #if MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
 constexpr bool kWarpgroupDecode = kTileK == 64 && kStages >= 2 &&
                                   ((kHeadsPerBlock <= 32 && kNumWarps == 8) ||
-                                   (kHeadsPerBlock == 64 && kNumWarps == 12 && !kCacheFP8) ||
+                                   (kHeadsPerBlock == 64 && kNumWarps == 12) ||
                                    (kNumWarps == 12 && kCacheFP8 && (kQueryFP8 ? kHeadsPerBlock <= 32 : kHeadsPerBlock == 16)));
 #else
 constexpr bool kWarpgroupDecode = false;
@@ -926,8 +926,10 @@ constexpr int kSlabBytes = kTileK * 128;     // [64 keys][128 bytes]
 // so that one N = 32 product a k-step gives both (K read once), and undo
 // the row's scale on S^T. (Otherwise the producer widens the tiles to fp16:
 // `produce_fp8`. At 32 rows hi and lo would share S^T's accumulators, which
-// lost too much where logits are large: bench/notes/decode-fp8.md.)
-constexpr bool kFP8Operands = kCacheFP8 && (kQueryFP8 || kNumWarps == 12);
+// lost too much where logits are large: bench/notes/decode-fp8.md.) 64-row
+// blocks (two consumers, Q as M) multiply fp16 whatever q is: the producer
+// widens the tiles in place (`produce_fp8_halves`).
+constexpr bool kFP8Operands = kCacheFP8 && kRowsN != 64 && (kQueryFP8 || kNumWarps == 12);
 constexpr bool kSplitQuery = kFP8Operands && !kQueryFP8;
 static_assert(!kSplitQuery || kRowsN == 16, "bf16 q is split into e4m3 at 16 rows");
 constexpr int kQSlabRows = kSplitQuery ? 2 * kRowsN : kRowsN; // split q: hi rows, then lo rows
@@ -1188,23 +1190,29 @@ struct FP8Tile {
   int page[2]; // -1: past the keys (zeros, nothing read)
 };
 
+// Q as fp16 operands through registers (fp8 q converted exactly, bf16 q
+// rounded), by the four producer warps.
+MLAGEN_DEVICE void produce_q_fp16(const Job &job, const void *q, long long q_token_stride, long long q_head_stride,
+                                  const Layout &lay, int ptid) {
+  const int chunk = ptid % 8;
+  for (int row = ptid / 8; row < kRowsN; row += 16) {
+    const int g = job.row0 + row;
+    const u8 *src = q_row(q, g, q_token_stride, q_head_stride);
+#pragma unroll
+    for (int sl = 0; sl < kSlabs; ++sl) {
+      const Raw16 zero = {{0u, 0u, 0u, 0u}};
+      const Raw16 v = is_real_row(g) ? q_chunk_as_fp16(src, sl * 64 + chunk * 8) : zero;
+      store_shared_16(lay.q + sl * kQSlabBytes + swizzled(row, chunk), v);
+    }
+  }
+  sm90::fence_proxy_async(); // read by wgmma (the async proxy)
+  sm90::mbarrier_arrive(lay.q_full());
+}
+
 MLAGEN_DEVICE void produce_fp8(const Job &job, const PagedCache &cache, const void *q, long long q_token_stride,
                                long long q_head_stride, const Layout &lay, int num_tiles, int ptid) {
-  if (num_tiles > 0) {
-    const int chunk = ptid % 8;
-    for (int row = ptid / 8; row < kRowsN; row += 16) {
-      const int g = job.row0 + row;
-      const u8 *src = q_row(q, g, q_token_stride, q_head_stride);
-#pragma unroll
-      for (int sl = 0; sl < kSlabs; ++sl) {
-        const Raw16 zero = {{0u, 0u, 0u, 0u}};
-        const Raw16 v = is_real_row(g) ? q_chunk_as_fp16(src, sl * 64 + chunk * 8) : zero;
-        store_shared_16(lay.q + sl * kQSlabBytes + swizzled(row, chunk), v);
-      }
-    }
-    sm90::fence_proxy_async(); // read by wgmma (the async proxy)
-    sm90::mbarrier_arrive(lay.q_full());
-  }
+  if (num_tiles > 0)
+    produce_q_fp16(job, q, q_token_stride, q_head_stride, lay, ptid);
   const int row0 = ptid / 4;
   const int quarter = ptid % 4;
   auto lookup = [&](FP8Tile &t, int it) {
@@ -1276,6 +1284,127 @@ MLAGEN_DEVICE void produce_fp8(const Job &job, const PagedCache &cache, const vo
         fetch(odd, it + 3);
       }
     }
+  }
+}
+
+MLAGEN_DEVICE Raw16 load_shared_16(u32 addr) {
+  Raw16 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.w[0]), "=r"(v.w[1]), "=r"(v.w[2]), "=r"(v.w[3])
+               : "r"(addr)
+               : "memory");
+  return v;
+}
+
+// 16 fp8 of a raw chunk as 16 fp16 operands: the two 16-byte chunks of
+// columns col .. col + 15 of row r in the stage at `dst`.
+MLAGEN_DEVICE void store_widened(u32 dst, int r, int col, const Raw16 &raw) {
+  Raw16 lo, hi;
+  fp8x4_to_operands(raw.w[0], lo.w[0], lo.w[1]);
+  fp8x4_to_operands(raw.w[1], lo.w[2], lo.w[3]);
+  fp8x4_to_operands(raw.w[2], hi.w[0], hi.w[1]);
+  fp8x4_to_operands(raw.w[3], hi.w[2], hi.w[3]);
+  const u32 slab = dst + (col / 64) * kSlabBytes;
+  store_shared_16(slab + swizzled(r, col % 64 / 8), lo);
+  store_shared_16(slab + swizzled(r, col % 64 / 8 + 1), hi);
+}
+
+template <bool kValue> struct BoolConstant {
+  static constexpr bool value = kValue;
+};
+
+// 64-row blocks on an fp8 cache: the stage halves hold fp16 operands, as
+// for a 16-bit cache, widened by the producer warps in place. A half's raw
+// fp8 rows (columns 0..255 or 256..575) land in the top of the half's own
+// region, in 128-byte swizzled slabs of 64 rows (TMA boxes of the cache
+// read as 16-bit pairs; the last box of the second half is zero past
+// column 575). Raw chunks 0..7 of a row widen below the raw slabs (the
+// half's first two fp16 slabs) and go first; the rest are read into
+// registers and, once every producer thread has read its own, written over
+// the raw bytes. With a tensor map of a cache of 64-key pages, a whole
+// tile's raw halves come by TMA, issued by the consumer that frees the
+// half (as for a 16-bit cache) on the half's raw barrier (full barriers 1
+// and 5, unused by halves that complete as one); other tiles, and every
+// tile without a map, by the producer's cp.async.
+constexpr int kBarWiden = 12;
+MLAGEN_DEVICE int raw_boxes(int half) { return half == 0 ? 2 : 3; }
+MLAGEN_DEVICE u32 raw_slabs(u32 stage, int half) { return stage + (half == 0 ? 2 : 6) * kSlabBytes; }
+MLAGEN_DEVICE u32 raw_barrier(const Layout &lay, int it, int half) { return lay.full(it % kStages, 4 * half + 1); }
+// 16-byte chunk c of row r of a half's raw bytes.
+MLAGEN_DEVICE u32 raw_chunk(u32 raw, int r, int c) { return raw + (c / 8) * kSlabBytes + swizzled(r, c % 8); }
+
+MLAGEN_DEVICE void issue_raw_half(const Layout &lay, const void *kv_map, int it, int half, int page) {
+  const u32 raw = raw_slabs(lay.stage(it), half), bar = raw_barrier(lay, it, half);
+  sm90::mbarrier_arrive_expect_tx(bar, raw_boxes(half) * kSlabBytes);
+  for (int j = 0; j < raw_boxes(half); ++j)
+    sm90::tma_load_3d(raw + j * kSlabBytes, kv_map, 128 * half + 64 * j, 0, page, bar);
+}
+
+MLAGEN_DEVICE void produce_fp8_halves(const Job &job, const PagedCache &cache, const void *q,
+                                      long long q_token_stride, long long q_head_stride, const void *kv_map,
+                                      const Layout &lay, int num_tiles, int ptid) {
+  if (num_tiles == 0)
+    return;
+  const bool tma = kv_map != nullptr;
+  if (tma && ptid == 0)
+    for (int it = 0; it < min_int(num_tiles, kStages); ++it)
+      if (fills_page(job, it)) {
+        const int page = cache.page_of(job.key_begin + it * kTileK);
+        issue_raw_half(lay, kv_map, it, first_half(it), page);
+        issue_raw_half(lay, kv_map, it, first_half(it) ^ 1, page);
+      }
+  produce_q_fp16(job, q, q_token_stride, q_head_stride, lay, ptid);
+  // Bit 2 (it % kStages) + half: the parity of that region's next raw or
+  // empty phase (with TMA each counts only the tiles that use it).
+  u32 raw_parity = 0, empty_parity = 0;
+  for (int e = 0; e < 2 * num_tiles; ++e) {
+    const int it = e / 2, half = first_half(it) ^ (e % 2);
+    const int region = 2 * (it % kStages) + half;
+    const u32 stage = lay.stage(it), raw = raw_slabs(stage, half);
+    const int chunks = half == 0 ? 16 : 20; // raw 16-byte chunks of a row
+    if (tma && fills_page(job, it)) {
+      sm90::mbarrier_wait(raw_barrier(lay, it, half), (raw_parity >> region) & 1);
+      raw_parity ^= 1u << region;
+    } else {
+      if (it >= kStages) {
+        const u32 parity = tma ? (empty_parity >> region) & 1 : (it / kStages - 1) & 1;
+        sm90::mbarrier_wait(lay.empty(it % kStages, half), parity);
+        empty_parity ^= 1u << region;
+      }
+      const int k0 = job.key_begin + it * kTileK;
+      for (int i = ptid; i < kTileK * chunks; i += 128) {
+        const int r = i / chunks, c = i % chunks, key = k0 + r;
+        const bool valid = key < job.block_end;
+        // A row past the keys reads nothing and is zero-filled.
+        const u8 *src = cache.row8(valid ? cache.page_of(key) : 0, valid ? key : 0) + 256 * half + 16 * c;
+        nv::cp_async_16_l2_128(raw_chunk(raw, r, c), src, valid);
+      }
+      nv::cp_async_commit();
+      nv::cp_async_wait<0>();
+      sm90::named_barrier_sync(kBarWiden, 128); // every thread's copies landed
+    }
+    // Two threads a row: thread t widens chunks 4 (t % 2) .. + 3 of row
+    // t / 2 first, then holds its share of the rest (chunks 8.., 4 or 6).
+    const int r = ptid / 2, side = ptid % 2;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int c = 4 * side + k;
+      store_widened(stage, r, 256 * half + 16 * c, load_shared_16(raw_chunk(raw, r, c)));
+    }
+    const int held = (chunks - 8) / 2, c0 = 8 + held * side;
+    Raw16 keep[6];
+#pragma unroll
+    for (int k = 0; k < 6; ++k)
+      if (k < held)
+        keep[k] = load_shared_16(raw_chunk(raw, r, c0 + k));
+    sm90::named_barrier_sync(kBarWiden, 128); // the raw bytes are read
+#pragma unroll
+    for (int k = 0; k < 6; ++k)
+      if (k < held)
+        store_widened(stage, r, 256 * half + 16 * (c0 + k), keep[k]);
+    sm90::fence_proxy_async(); // read by wgmma (the async proxy)
+    // The half's first slab barrier stands for the half.
+    sm90::mbarrier_arrive(lay.full(it % kStages, 4 * half));
   }
 }
 
@@ -2054,9 +2183,6 @@ MLAGEN_DEVICE void pack_rows_p(u32 (&p)[4][4], const float (&s)[32]) {
                           : pack2<MmaElem>(s[8 * ps + 2 * j], s[8 * ps + 2 * j + 1]);
 }
 
-template <bool kValue> struct BoolConstant {
-  static constexpr bool value = kValue;
-};
 
 // kSlabBarriers (bulk copies) is a template parameter for the same reason
 // as kFewKeys: a branch between wgmmas makes ptxas serialise them (C7520).
@@ -2107,7 +2233,7 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
         // serialises the products (C7520).
         if (kSlabBarriers || sl == 4 * half) {
           sm90::mbarrier_wait(lay.full(it % kStages, sl), parity);
-          if (!kSlabBarriers)
+          if (!kSlabBarriers && !kCacheFP8) // fp8: the producer fenced its stores
             sm90::fence_proxy_async(); // cp.async wrote through the generic proxy
           sm90::wgmma_fence();
         }
@@ -2195,17 +2321,24 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
   // to a producer warp); a wgmma group completes for the whole warpgroup,
   // so warp 0's wait covers the other warps' reads. Otherwise the producer
   // copies it, once every warp has arrived. `page`: tile done + 2's, loaded
-  // at the top of the pair (pages).
+  // at the top of the pair (pages). An fp8 cache's raw halves come the same
+  // way when the launch has a tensor map (produce_fp8_halves).
   static_assert(!kSlabBarriers || kStages == 2, "tile done + 2 goes into tile done's stage");
+  static_assert(!kCacheFP8 || !kSplitStages || kStages == 2, "tile done + 2 goes into tile done's stage");
+  const bool refills = kSlabBarriers || (kCacheFP8 && kv_map != nullptr);
   int pages[2] = {0, 0};
   auto free_half = [&](int done, int half, int page) {
     const int it = done + 2;
-    if (!kSlabBarriers || it >= num_tiles || !fills_page(job, it)) {
+    if (!refills || it >= num_tiles || !fills_page(job, it)) {
       release(lay.empty(done % kStages, half));
       return;
     }
     if (warp != 0 || lane != 0)
       return;
+    if (kCacheFP8) { // raw bytes, widened by the producer
+      issue_raw_half(lay, kv_map, it, half, page);
+      return;
+    }
     const u32 dst = lay.stage(it);
     for (int sl = half == 0 ? 0 : 4; sl < (half == 0 ? 4 : kSlabs); ++sl) {
       sm90::mbarrier_arrive_expect_tx(lay.full(it % kStages, sl), kSlabBytes);
@@ -2221,7 +2354,7 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
   for (int a = 0; a < num_tiles; a += 2) {
     const int b = a + 1;
     const bool has_b = b < num_tiles;
-    if (kSlabBarriers && warp == 0 && lane == 0)
+    if (refills && warp == 0 && lane == 0)
 #pragma unroll
       for (int i = 0; i < 2; ++i)
         pages[i] = a + 2 + i < num_tiles ? cache.page_of(job.key_begin + (a + 2 + i) * kTileK) : 0;
@@ -2433,7 +2566,7 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
     sm90::mbarrier_init(lay.q_full(), 128);
     for (int st = 0; st < kStages; ++st) {
       for (int sl = 0; sl < kFullPerStage; ++sl)
-        sm90::mbarrier_init(lay.full(st, sl), bulk ? 1 : 128);
+        sm90::mbarrier_init(lay.full(st, sl), bulk || (kCacheFP8 && kSplitStages && sl % 4 == 1) ? 1 : 128);
       // One arrival per consumer warp; split stages: consumer 0's warps free
       // the first half, consumer 1's the second.
       sm90::mbarrier_init(lay.empty(st), 4);
@@ -2459,7 +2592,10 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
     if (kFP8Operands) {
       produce_fp8_operands(job, cache, q, q_token_stride, q_head_stride, lay, num_tiles, ptid);
     } else if (kCacheFP8) {
-      produce_fp8(job, cache, q, q_token_stride, q_head_stride, lay, num_tiles, ptid);
+      if constexpr (kSplitStages)
+        produce_fp8_halves(job, cache, q, q_token_stride, q_head_stride, kv_map, lay, num_tiles, ptid);
+      else
+        produce_fp8(job, cache, q, q_token_stride, q_head_stride, lay, num_tiles, ptid);
     } else {
       if (num_tiles > 0)
         produce_q(job, cache, q, q_token_stride, q_head_stride, lay, ptid);

@@ -683,9 +683,15 @@ TEST_CASE("only 64-row sm_90a kernels over pages of one tile get a cache "
     sig.pageSize = 16;
     CHECK_FALSE(describeCacheTensorMap(sig, code, args, launch, request));
   }
-  SECTION("fp8 cache") {
+  SECTION("fp8 cache: its bytes as 16-bit pairs") {
     sig.kvType = DType::FP8E4M3;
-    CHECK_FALSE(describeCacheTensorMap(sig, code, args, launch, request));
+    launch.params.kv_token_stride = 576;
+    launch.params.kv_block_stride = 64 * 576;
+    REQUIRE(describeCacheTensorMap(sig, code, args, launch, request));
+    CHECK(request.sizes[0] == 288);
+    CHECK(request.strides[0] == 576);
+    CHECK(request.strides[1] == 64 * 576);
+    CHECK(request.box[0] == 64);
   }
   SECTION("16 rows a block") {
     code.tileQ = 16;

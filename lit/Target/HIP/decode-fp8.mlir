@@ -2,10 +2,12 @@
 // kCacheDType 1. sm_90a at 16 rows multiplies e4m3 (12 warps, three raw
 // stages; the consumers split q into hi + lo), at 32 rows takes the wgmma
 // kernel that widens to fp16 (8 warps, two fp16 stages filled through
-// registers by the producer warpgroup); sm_80 keeps one 16-bit tile (the
-// fp8 tiles stream through registers).
+// registers by the producer warpgroup), at 64 the two-consumer kernel whose
+// producer widens raw halves in place (12 warps, two fp16 stages); sm_80
+// keeps one 16-bit tile (the fp8 tiles stream through registers).
 // RUN: mlagen-opt %s --mla-legalize --mla-select-tiling=arch=sm_90a --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=SM90A
-// RUN: sed 's/q_heads = 16,/q_heads = 128,/' %s | mlagen-opt --mla-legalize --mla-select-tiling=arch=sm_90a --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=WIDE
+// RUN: sed 's/q_heads = 16,/q_heads = 32,/' %s | mlagen-opt --mla-legalize --mla-select-tiling=arch=sm_90a --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=WIDE
+// RUN: sed 's/q_heads = 16,/q_heads = 128,/' %s | mlagen-opt --mla-legalize --mla-select-tiling=arch=sm_90a --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=ROWS64
 // RUN: mlagen-opt %s --mla-legalize --mla-select-tiling=arch=sm_80 --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=SM80
 // RUN: mlagen-opt %s --mla-legalize --mla-select-tiling=arch=gfx942 --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=GFX942
 // RUN: mlagen-opt %s --mla-legalize --mla-select-tiling=arch=gfx950 --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=GFX950
@@ -42,6 +44,17 @@ mla.decode @fp8_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1
 // WIDE:       ld.global.L2::cache_hint.v4.u32
 // WIDE:       const unsigned long long stream = nv::l2_evict_first_policy();
 // WIDE:       nv::load_global_16(t.chunk[pass][sl].w, src + sl * 64, stream);
+
+// ROWS64:      constexpr int kNumWarps = 12;
+// ROWS64:      constexpr int kStages = 2;
+// The same shared memory as a 16-bit cache: the stages hold fp16.
+// ROWS64-NEXT: constexpr int kSharedBytes = 232120;
+// ROWS64-NEXT: constexpr int kHeadsPerBlock = 64;
+// ROWS64-NEXT: constexpr int kClusterParts = 1;
+// ROWS64:      constexpr bool kFP8Operands = kCacheFP8 && kRowsN != 64 && (kQueryFP8 || kNumWarps == 12);
+// A whole tile's raw halves come by TMA on their raw barrier.
+// ROWS64:      sm90::mbarrier_arrive_expect_tx(bar, raw_boxes(half) * kSlabBytes);
+// ROWS64:      produce_fp8_halves(job, cache, q, q_token_stride, q_head_stride, kv_map, lay, num_tiles, ptid);
 
 // SM80:       #define MLAGEN_ARCH_SM80 1
 // SM80:       constexpr int kCacheDType = 1;

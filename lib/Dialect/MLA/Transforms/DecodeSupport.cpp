@@ -48,14 +48,13 @@ bool mlagen::mla::isWarpgroupDecode(DecodeOp op, DecodeTilingAttr tiling,
   const int32_t rows = tiling.getHeadsPerBlock(), warps = tiling.getWarps();
   return target.arch == Arch::SM90A && tiling.getTileK() == 64 &&
          tiling.getStages() >= 2 &&
-         ((rows <= 32 && warps == 8) ||
-          (rows == 64 && warps == 12 && op.getKvType() != DType::F8E4M3) ||
+         ((rows <= 32 && warps == 8) || (rows == 64 && warps == 12) ||
           (warps == 12 && op.getKvType() == DType::F8E4M3 &&
            (op.getQType() == DType::F8E4M3 ? rows <= 32 : rows == 16)));
 }
 
 bool mlagen::mla::isFP8OperandDecode(DecodeOp op, DecodeTilingAttr tiling) {
-  return op.getKvType() == DType::F8E4M3 &&
+  return op.getKvType() == DType::F8E4M3 && tiling.getHeadsPerBlock() != 64 &&
          (op.getQType() == DType::F8E4M3 || tiling.getWarps() == 12);
 }
 
@@ -145,8 +144,7 @@ LogicalResult mlagen::mla::checkDecodeTiling(DecodeOp op,
            << "'tiling' warps (" << warps
            << ") must be a power of two up to 32 giving a multiple of 128 "
               "threads (or 12 for sm_90a's wgmma kernels: tile_k 64 and "
-              "64 rows of a 16-bit cache; 16 or 32 of fp8 q on an fp8 cache, "
-              "16 of bf16 q)";
+              "64 rows; 16 or 32 of fp8 q on an fp8 cache, 16 of bf16 q)";
   // Whole 16-row MMA tiles, a power of two of them that the warps split
   // evenly; the kernel is built and checked for 1, 2 and 4.
   const int32_t headsPerBlock = tiling.getHeadsPerBlock();

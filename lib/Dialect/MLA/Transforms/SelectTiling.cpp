@@ -141,13 +141,16 @@ LogicalResult selectDecodeTiling(DecodeOp op, std::optional<Arch> defaultArch) {
   // and a producer warpgroup beside one consumer warpgroup (16 or 32 rows:
   // 8 warps) or two (12 warps: 64 rows of a 16-bit cache, or an fp8 cache
   // multiplied as e4m3, whose consumers take tiles in turn; otherwise the
-  // producer widens an fp8 cache to fp16 through registers). An fp8 cache
-  // at 64 rows takes 32-row blocks: the two-consumer kernel's producer has
-  // no registers to convert through, and on the H200 32-row wgmma blocks
-  // beat 64-row mma.sync ones (B128 H128 S4096: 573 us, was 745).
+  // producer widens an fp8 cache to fp16, through registers at 16 or 32
+  // rows and in place in each stage half at 64). An fp8 cache at 64 rows
+  // takes the two-consumer kernel with bf16 q and pages of 64 keys, whose
+  // raw halves come by TMA (H200 B128 H128: 423 us, 561 in 32-row blocks
+  // widened through registers); fp8 q keeps 32-row e4m3 blocks there (365
+  // against 392), and other pages 32-row blocks.
   const bool fp8Cache = op.getKvType() == DType::F8E4M3;
   if (*arch == Arch::SM90A && pinnedTileK.value_or(64) == 64) {
-    if (fp8Cache && headsPerBlock == 64)
+    if (fp8Cache && headsPerBlock == 64 &&
+        (op.getQType() == DType::F8E4M3 || op.getPageSize() != 64))
       headsPerBlock = 32;
     tileK = 64;
     // An fp8 cache read with fp8 q, or with bf16 q at 16 rows (split into
@@ -159,8 +162,8 @@ LogicalResult selectDecodeTiling(DecodeOp op, std::optional<Arch> defaultArch) {
     // rows stays widened: its hi and lo products share accumulators there
     // (registers), and rows of large logits lost too much (H200, q rows
     // up to 2^3: output error 4.3e-2).
-    const bool e4m3 = fp8Cache && (op.getQType() == DType::F8E4M3 ||
-                                   headsPerBlock == 16);
+    const bool e4m3 = fp8Cache && headsPerBlock != 64 &&
+                      (op.getQType() == DType::F8E4M3 || headsPerBlock == 16);
     warps = headsPerBlock == 64 || e4m3 ? 12 : 8;
     stages = e4m3 ? 3 : 2;
     if (fits()) {
