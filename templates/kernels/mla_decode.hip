@@ -1309,10 +1309,6 @@ MLAGEN_DEVICE void store_widened(u32 dst, int r, int col, const Raw16 &raw) {
   store_shared_16(slab + swizzled(r, col % 64 / 8 + 1), hi);
 }
 
-template <bool kValue> struct BoolConstant {
-  static constexpr bool value = kValue;
-};
-
 // 64-row blocks on an fp8 cache: the stage halves hold fp16 operands, as
 // for a 16-bit cache, widened by the producer warps in place. A half's raw
 // fp8 rows (columns 0..255 or 256..575) land in the top of the half's own
@@ -2183,6 +2179,10 @@ MLAGEN_DEVICE void pack_rows_p(u32 (&p)[4][4], const float (&s)[32]) {
                           : pack2<MmaElem>(s[8 * ps + 2 * j], s[8 * ps + 2 * j + 1]);
 }
 
+
+template <bool kValue> struct BoolConstant {
+  static constexpr bool value = kValue;
+};
 
 // kSlabBarriers (bulk copies) is a template parameter for the same reason
 // as kFewKeys: a branch between wgmmas makes ptxas serialise them (C7520).

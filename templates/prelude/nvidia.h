@@ -289,17 +289,6 @@ MLAGEN_DEVICE void mbarrier_wait(u32 bar, u32 parity) {
                    : "memory");
   } while (!done);
 }
-// Whether the barrier's phase of parity `parity` has completed, without
-// waiting.
-MLAGEN_DEVICE bool mbarrier_test(u32 bar, u32 parity) {
-  u32 done;
-  asm volatile("{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-               "selp.u32 %0, 1, 0, p;\n}"
-               : "=r"(done)
-               : "r"(bar), "r"(parity)
-               : "memory");
-  return done != 0;
-}
 // One arrival on `bar` once all of this thread's earlier cp.async copies
 // have landed; the barrier's expected count includes it.
 MLAGEN_DEVICE void cp_async_arrive(u32 bar) {
