@@ -1190,6 +1190,32 @@ struct FP8Tile {
   int page[2]; // -1: past the keys (zeros, nothing read)
 };
 
+MLAGEN_DEVICE Raw16 load_shared_16(u32 addr) {
+  Raw16 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.w[0]), "=r"(v.w[1]), "=r"(v.w[2]), "=r"(v.w[3])
+               : "r"(addr)
+               : "memory");
+  return v;
+}
+
+// 16 fp8 of a raw chunk as 16 fp16 operands: 16-byte chunks `chunk` and
+// chunk + 1 of row r of the fp16 slab at `slab`.
+MLAGEN_DEVICE void store_widened(u32 slab, int r, int chunk, const Raw16 &raw) {
+  Raw16 lo, hi;
+  fp8x4_to_operands(raw.w[0], lo.w[0], lo.w[1]);
+  fp8x4_to_operands(raw.w[1], lo.w[2], lo.w[3]);
+  fp8x4_to_operands(raw.w[2], hi.w[0], hi.w[1]);
+  fp8x4_to_operands(raw.w[3], hi.w[2], hi.w[3]);
+  store_shared_16(slab + swizzled(r, chunk), lo);
+  store_shared_16(slab + swizzled(r, chunk + 1), hi);
+}
+// Raw chunk c (16 columns) of a half's rows widened into the stage at `stage`.
+MLAGEN_DEVICE void widen_raw_chunk(u32 stage, int half, int r, int c, const Raw16 &raw) {
+  const int col = 256 * half + 16 * c;
+  store_widened(stage + col / 64 * kSlabBytes, r, col % 64 / 8, raw);
+}
+
 // Q as fp16 operands through registers (fp8 q converted exactly, bf16 q
 // rounded), by the four producer warps.
 MLAGEN_DEVICE void produce_q_fp16(const Job &job, const void *q, long long q_token_stride, long long q_head_stride,
@@ -1248,15 +1274,8 @@ MLAGEN_DEVICE void produce_fp8(const Job &job, const PagedCache &cache, const vo
     for (int pass = 0; pass < 2; ++pass) {
       const int r = row0 + 32 * pass;
 #pragma unroll
-      for (int sl = 0; sl < kSlabs; ++sl) {
-        Raw16 lo, hi;
-        fp8x4_to_operands(t.chunk[pass][sl].w[0], lo.w[0], lo.w[1]);
-        fp8x4_to_operands(t.chunk[pass][sl].w[1], lo.w[2], lo.w[3]);
-        fp8x4_to_operands(t.chunk[pass][sl].w[2], hi.w[0], hi.w[1]);
-        fp8x4_to_operands(t.chunk[pass][sl].w[3], hi.w[2], hi.w[3]);
-        store_shared_16(dst + sl * kSlabBytes + swizzled(r, 2 * quarter), lo);
-        store_shared_16(dst + sl * kSlabBytes + swizzled(r, 2 * quarter + 1), hi);
-      }
+      for (int sl = 0; sl < kSlabs; ++sl)
+        store_widened(dst + sl * kSlabBytes, r, 2 * quarter, t.chunk[pass][sl]);
     }
     sm90::fence_proxy_async();
     sm90::mbarrier_arrive(lay.full(it % kStages));
@@ -1285,28 +1304,6 @@ MLAGEN_DEVICE void produce_fp8(const Job &job, const PagedCache &cache, const vo
       }
     }
   }
-}
-
-MLAGEN_DEVICE Raw16 load_shared_16(u32 addr) {
-  Raw16 v;
-  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.w[0]), "=r"(v.w[1]), "=r"(v.w[2]), "=r"(v.w[3])
-               : "r"(addr)
-               : "memory");
-  return v;
-}
-
-// 16 fp8 of a raw chunk as 16 fp16 operands: the two 16-byte chunks of
-// columns col .. col + 15 of row r in the stage at `dst`.
-MLAGEN_DEVICE void store_widened(u32 dst, int r, int col, const Raw16 &raw) {
-  Raw16 lo, hi;
-  fp8x4_to_operands(raw.w[0], lo.w[0], lo.w[1]);
-  fp8x4_to_operands(raw.w[1], lo.w[2], lo.w[3]);
-  fp8x4_to_operands(raw.w[2], hi.w[0], hi.w[1]);
-  fp8x4_to_operands(raw.w[3], hi.w[2], hi.w[3]);
-  const u32 slab = dst + (col / 64) * kSlabBytes;
-  store_shared_16(slab + swizzled(r, col % 64 / 8), lo);
-  store_shared_16(slab + swizzled(r, col % 64 / 8 + 1), hi);
 }
 
 // 64-row blocks on an fp8 cache: the stage halves hold fp16 operands, as
@@ -1351,7 +1348,8 @@ MLAGEN_DEVICE void produce_fp8_halves(const Job &job, const PagedCache &cache, c
       }
   produce_q_fp16(job, q, q_token_stride, q_head_stride, lay, ptid);
   // Bit 2 (it % kStages) + half: the parity of that region's next raw or
-  // empty phase (with TMA each counts only the tiles that use it).
+  // empty phase. Each phase is one tile that uses the barrier (with TMA,
+  // the consumers release a half only for a tile the producer copies).
   u32 raw_parity = 0, empty_parity = 0;
   for (int e = 0; e < 2 * num_tiles; ++e) {
     const int it = e / 2, half = first_half(it) ^ (e % 2);
@@ -1363,8 +1361,7 @@ MLAGEN_DEVICE void produce_fp8_halves(const Job &job, const PagedCache &cache, c
       raw_parity ^= 1u << region;
     } else {
       if (it >= kStages) {
-        const u32 parity = tma ? (empty_parity >> region) & 1 : (it / kStages - 1) & 1;
-        sm90::mbarrier_wait(lay.empty(it % kStages, half), parity);
+        sm90::mbarrier_wait(lay.empty(it % kStages, half), (empty_parity >> region) & 1);
         empty_parity ^= 1u << region;
       }
       const int k0 = job.key_begin + it * kTileK;
@@ -1385,7 +1382,7 @@ MLAGEN_DEVICE void produce_fp8_halves(const Job &job, const PagedCache &cache, c
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const int c = 4 * side + k;
-      store_widened(stage, r, 256 * half + 16 * c, load_shared_16(raw_chunk(raw, r, c)));
+      widen_raw_chunk(stage, half, r, c, load_shared_16(raw_chunk(raw, r, c)));
     }
     const int held = (chunks - 8) / 2, c0 = 8 + held * side;
     Raw16 keep[6];
@@ -1397,7 +1394,7 @@ MLAGEN_DEVICE void produce_fp8_halves(const Job &job, const PagedCache &cache, c
 #pragma unroll
     for (int k = 0; k < 6; ++k)
       if (k < held)
-        store_widened(stage, r, 256 * half + 16 * (c0 + k), keep[k]);
+        widen_raw_chunk(stage, half, r, c0 + k, keep[k]);
     sm90::fence_proxy_async(); // read by wgmma (the async proxy)
     // The half's first slab barrier stands for the half.
     sm90::mbarrier_arrive(lay.full(it % kStages, 4 * half));
@@ -2179,7 +2176,6 @@ MLAGEN_DEVICE void pack_rows_p(u32 (&p)[4][4], const float (&s)[32]) {
                           : pack2<MmaElem>(s[8 * ps + 2 * j], s[8 * ps + 2 * j + 1]);
 }
 
-
 template <bool kValue> struct BoolConstant {
   static constexpr bool value = kValue;
 };
@@ -2323,8 +2319,8 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
   // copies it, once every warp has arrived. `page`: tile done + 2's, loaded
   // at the top of the pair (pages). An fp8 cache's raw halves come the same
   // way when the launch has a tensor map (produce_fp8_halves).
-  static_assert(!kSlabBarriers || kStages == 2, "tile done + 2 goes into tile done's stage");
-  static_assert(!kCacheFP8 || !kSplitStages || kStages == 2, "tile done + 2 goes into tile done's stage");
+  static_assert(!(kSlabBarriers || (kCacheFP8 && kSplitStages)) || kStages == 2,
+                "tile done + 2 goes into tile done's stage");
   const bool refills = kSlabBarriers || (kCacheFP8 && kv_map != nullptr);
   int pages[2] = {0, 0};
   auto free_half = [&](int done, int half, int page) {

@@ -21,8 +21,9 @@ mlir::LogicalResult checkDecodeSupported(DecodeOp op);
 /// Whether `tiling` selects sm_90a's warp-specialised wgmma kernel
 /// (mla_decode.hip's kWarpgroupDecode): 64-key tiles, two or more stages,
 /// and 8 warps for 16 or 32 rows a block, or 12 warps (two consumer
-/// warpgroups) for 64 rows of a 16-bit cache, or for an fp8 cache multiplied
-/// as e4m3 (16 or 32 rows of fp8 q, 16 of bf16 q).
+/// warpgroups) for 64 rows (an fp8 cache widened to fp16 by the producer),
+/// or for an fp8 cache multiplied as e4m3 (16 or 32 rows of fp8 q, 16 of
+/// bf16 q).
 bool isWarpgroupDecode(DecodeOp op, DecodeTilingAttr tiling,
                        const TargetInfo &target);
 

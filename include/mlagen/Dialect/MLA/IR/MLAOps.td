@@ -486,8 +486,6 @@ def MLA_PagedDecodeOp : MLA_Op<"paged_decode", [
     bool usesMatrixCores();
     /// Bytes of one cache row (head_dim elements of kv_type).
     int32_t getCacheRowBytes();
-    /// Shared memory of the fp8 matrix-core kernel's keys widened to fp16
-    /// (every warp's keys of one tile, K and V); 0 otherwise.
     /// Keys per shared-memory tile: 64 on matrix cores (16 per warp), else
     /// 128 / threads per key.
     int32_t getTileK();
