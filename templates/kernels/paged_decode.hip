@@ -461,8 +461,9 @@ namespace mma {
 
 constexpr int kWarps = kThreads / 32;
 constexpr int kWarpKeys = kTileK / kWarps;       // keys per warp per tile
-constexpr int kKeySteps = kWarpKeys / 16;        // 16-key mma steps
-constexpr int kDimSteps = kHeadDim / 16;         // QK k-steps, PV n-tile pairs
+constexpr int kKeySteps = kWarpKeys / 16;        // 16-key mma steps (the mma's rows)
+constexpr int kDimSteps = kHeadDim / 16;         // QK k-steps, PV m-tiles of O^T
+constexpr int kNTiles = (kRowsPerBlock + 7) / 8; // the mma's n: 8 q rows a tile
 constexpr int kPitch = kHeadDim * 2 + 16;        // bytes of a 16-bit row: 8 ldmatrix rows hit 8 bank groups
 constexpr int kCachePitch = kHeadDim * kElemBytes + 16; // bytes of a staged cache row
 constexpr int kTileBytes = kTileK * kCachePitch;
@@ -473,8 +474,9 @@ constexpr int kMmaStatOffset = kStages * kStageBytes;
 constexpr int kMmaQOffset = kMmaStatOffset + 512;
 constexpr int kScratchPitch = kHeadDim + 8;      // floats
 // The checks hold where this kernel is the one compiled.
-// q fragments stay in registers up to d128; wider heads re-read q per step.
-constexpr bool kQInRegisters = kDimSteps <= 8;
+// q fragments stay in registers up to 16 of them (d256 at 8 rows, d128 at
+// 16); more re-read q per step.
+constexpr bool kQInRegisters = kDimSteps * kNTiles <= 16;
 
 static_assert(!kMatrixCores || (kThreads == 128 && kWarpKeys % 16 == 0), "4 warps, 16-key steps");
 static_assert(!kMatrixCores || kHeadDim % (kCacheFP8 ? 32 : 16) == 0, "16-column k-steps, whole 16-byte vectors");
@@ -523,22 +525,22 @@ MLAGEN_DEVICE void issue_tile(const mlagen_paged_decode_params &p, const int (&p
 }
 
 // fp8 QK: ldmatrix gives lane (g, t4) bytes 4 t4 .. 4 t4 + 3 of a 16-byte
-// row slice, which widen to the B fragments of k = {2 t4, 2 t4 + 1} and
-// {2 t4 + 8, 2 t4 + 9}. So column c of a 16-column k-step holds q's (and
-// K's) dimension fp8_q_column(c) of that step.
+// row slice, which widen to K's A fragment columns k = {2 t4, 2 t4 + 1}
+// and {2 t4 + 8, 2 t4 + 9}. So column c of a 16-column k-step holds q's
+// (and K's) dimension fp8_q_column(c) of that step.
 MLAGEN_DEVICE int fp8_q_column(int c) {
   const int in_step = c % 16;
   return c - in_step + 4 * (in_step % 8 / 2) + 2 * (in_step / 8) + in_step % 2;
 }
 
-// The dimension of element (n-tile n, column pair element e) of this lane's
-// O fragments. fp8: a transposed ldmatrix of raw V gives lane (g, t4) keys
-// 2 t4, 2 t4 + 1 of dimensions 2 g and 2 g + 1 (bytes); widened, these are
-// the B fragments of two n-tiles, the even and the odd dimensions of 16.
-MLAGEN_DEVICE int o_column(int n, int e, int t4) {
+// The dimension of row g + 8 h of O^T's m-tile m. fp8: a transposed
+// ldmatrix of raw V gives lane (g, t4) keys 2 t4, 2 t4 + 1 of dimensions
+// 2 g and 2 g + 1 (bytes); widened, these are the A fragments of two
+// m-tiles, the even (m = 2 dd) and the odd dimensions of 32 dd .. 32 dd + 31.
+MLAGEN_DEVICE int o_dim(int m, int h, int g) {
   if (!kCacheFP8)
-    return 8 * n + 2 * t4 + e;
-  return 32 * (n / 4) + 16 * (n % 4 / 2) + 2 * (2 * t4 + e) + n % 2;
+    return 16 * m + 8 * h + g;
+  return 32 * (m / 2) + 16 * h + 2 * g + m % 2;
 }
 
 } // namespace mma
@@ -612,40 +614,68 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
   }
   block_barrier(); // q is in shared memory
 
-  // ldmatrix lane addressing (lane i addresses row i % 8 of matrix i / 8):
-  // q and K (A and B operands, not transposed) and V (B operand, transposed).
+  // ldmatrix lane addressing (lane i addresses row i % 8 of matrix i / 8).
+  // K (A operand, keys as rows): matrices (keys 0-7, columns 0-7), (8-15,
+  // 0-7), (0-7, 8-15), (8-15, 8-15); V^T (A operand of O^T, transposed
+  // from the stage): (keys 0-7, dims 0-7), (0-7, 8-15), (8-15, 0-7),
+  // (8-15, 8-15); q (B operand, q rows as n): rows r8 of n-tile nt,
+  // columns 8 (m8 % 2) of a step.
   const int m8 = lane / 8, r8 = lane % 8;
-  const u32 q_lane = smem_base + kMmaQOffset + ((m8 % 2) * 8 + r8) * kPitch + (m8 / 2) * 16;
-  const u32 k_lane = ((m8 / 2) * 8 + r8) * kPitch + (m8 % 2) * 16;
-  const u32 v_lane = ((m8 % 2) * 8 + r8) * kPitch + (m8 / 2) * 16;
+  const u32 k_lane = ((m8 % 2) * 8 + r8) * kPitch + (m8 / 2) * 16;
+  const u32 v_lane = ((m8 / 2) * 8 + r8) * kPitch + (m8 % 2) * 16;
+  const u32 q_lane = smem_base + kMmaQOffset + r8 * kPitch + (m8 % 2) * 16;
   // fp8 K and V rows: matrices (keys 0-7, bytes 0-15), (8-15, 0-15), (0-7, 16-31), (8-15, 16-31).
   const u32 raw_lane = ((m8 % 2) * 8 + r8) * kCachePitch + (m8 / 2) * 16;
-  u32 q_frag[kQInRegisters ? kDimSteps : 1][4];
+  u32 q_frag[kQInRegisters ? kDimSteps : 1][kNTiles][2];
   if (kQInRegisters) {
 #pragma unroll
     for (int d = 0; d < (kQInRegisters ? kDimSteps : 0); ++d)
-      nv::ldmatrix_x4(q_frag[d], q_lane + d * 32);
+#pragma unroll
+      for (int nt = 0; nt < kNTiles; ++nt)
+        nv::ldmatrix_x2(q_frag[kQInRegisters ? d : 0][nt], q_lane + nt * 8 * kPitch + d * 32);
   }
+  // The B fragment of q for k-step d and n-tile nt.
+  auto q_step = [&](int d, int nt, u32(&qb)[2]) {
+    if (kQInRegisters) {
+      qb[0] = q_frag[kQInRegisters ? d : 0][nt][0];
+      qb[1] = q_frag[kQInRegisters ? d : 0][nt][1];
+    } else {
+      nv::ldmatrix_x2(qb, q_lane + nt * 8 * kPitch + d * 32);
+    }
+  };
 
   const float logit_scale = p.softmax_scale * (kCacheFP8 ? *p.k_scale : 1.0f);
-  // This thread's two rows (g and g + 8): their last visible key and slope.
-  // Pad rows borrow the last real row's and are never written.
-  int pos[2];
-  float slope[2];
+  // This thread's q rows (the S^T columns 8 nt + 2 t4 + j, j = 0, 1): their
+  // last visible key and slope. Pad rows borrow the last real row's and
+  // are never written.
+  int pos[kNTiles][2];
+  float slope[kNTiles][2];
 #pragma unroll
-  for (int hh = 0; hh < 2; ++hh) {
-    const int r = min_int(g + 8 * hh, kRowsPerBlock - 1), row = row_base + r;
-    pos[hh] = seq_len - kQLen + row / kGroup;
-    slope[hh] = kAlibi ? p.alibi_slopes[head * kGroup + row % kGroup] : 0.0f;
-  }
+  for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int r = min_int(8 * nt + 2 * t4 + j, kRowsPerBlock - 1), row = row_base + r;
+      pos[nt][j] = seq_len - kQLen + row / kGroup;
+      slope[nt][j] = kAlibi ? p.alibi_slopes[head * kGroup + row % kGroup] : 0.0f;
+    }
 
-  float o[kHeadDim / 8][4];
+  // O^T: m-tile m (16 dimensions, `o_dim`) by n-tile nt (8 q rows).
+  float o[kDimSteps][kNTiles][4];
 #pragma unroll
-  for (int n = 0; n < kHeadDim / 8; ++n)
+  for (int m = 0; m < kDimSteps; ++m)
 #pragma unroll
-    for (int e = 0; e < 4; ++e)
-      o[n][e] = 0.0f;
-  float m_run[2] = {kNegInf, kNegInf}, l_run[2] = {0.0f, 0.0f};
+    for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        o[m][nt][e] = 0.0f;
+  float m_run[kNTiles][2], l_run[kNTiles][2];
+#pragma unroll
+  for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      m_run[nt][j] = kNegInf;
+      l_run[nt][j] = 0.0f;
+    }
 
   for (int it = 0; it < tiles; ++it) {
     nv::cp_async_wait<kStages - 2>();
@@ -668,122 +698,137 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
       if (key0 >= hi)
         break; // warp-uniform: the rest of the tile is past the range
 
-      // S = q K^T for 16 keys: two 8-key n-tiles.
-      float s[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-      auto q_step = [&](int d, u32(&qa)[4]) {
-        if (kQInRegisters) {
+      // S^T = K q^T for 16 keys (the mma's rows) by the block's q rows.
+      float s[kNTiles][4];
 #pragma unroll
-          for (int e = 0; e < 4; ++e)
-            qa[e] = q_frag[kQInRegisters ? d : 0][e];
-        } else {
-          nv::ldmatrix_x4(qa, q_lane + d * 32);
+      for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          s[nt][e] = 0.0f;
+      auto qk_step = [&](int d, const u32(&ka)[4]) {
+#pragma unroll
+        for (int nt = 0; nt < kNTiles; ++nt) {
+          u32 qb[2];
+          q_step(d, nt, qb);
+          nv::mma_16x8x16<MmaElem>(s[nt], ka, qb[0], qb[1]);
         }
       };
       if (kCacheFP8) {
-        // raw[m]: key g + 8 (m % 2), bytes 4 t4 .. 4 t4 + 3 of step 2 dd + m / 2.
+        // raw[m]: key g + 8 (m % 2), bytes 4 t4 .. 4 t4 + 3 of step 2 dd +
+        // m / 2, which widen to the A fragment's columns 2 t4, 2 t4 + 1 and
+        // 2 t4 + 8, 2 t4 + 9.
 #pragma unroll
         for (int dd = 0; dd < kDimSteps / 2; ++dd) {
           u32 raw[4];
           nv::ldmatrix_x4(raw, k_tile + tile_row * kCachePitch + raw_lane + dd * 32);
 #pragma unroll
-          for (int m = 0; m < 4; ++m) {
-            u32 qa[4], kb0, kb1;
-            q_step(2 * dd + m / 2, qa);
-            fp8e4m3x4_to_f16(raw[m], kb0, kb1);
-            nv::mma_16x8x16<MmaElem>(s[m % 2], qa, kb0, kb1);
+          for (int h = 0; h < 2; ++h) {
+            u32 ka[4];
+            fp8e4m3x4_to_f16(raw[2 * h], ka[0], ka[2]);
+            fp8e4m3x4_to_f16(raw[2 * h + 1], ka[1], ka[3]);
+            qk_step(2 * dd + h, ka);
           }
         }
       } else {
 #pragma unroll
         for (int d = 0; d < kDimSteps; ++d) {
-          u32 kb[4];
-          nv::ldmatrix_x4(kb, k_tile + tile_row * kPitch + k_lane + d * 32);
-          u32 qa[4];
-          q_step(d, qa);
-          nv::mma_16x8x16<MmaElem>(s[0], qa, kb[0], kb[1]);
-          nv::mma_16x8x16<MmaElem>(s[1], qa, kb[2], kb[3]);
+          u32 ka[4];
+          nv::ldmatrix_x4(ka, k_tile + tile_row * kPitch + k_lane + d * 32);
+          qk_step(d, ka);
         }
       }
 
-      // Online softmax in the log2 domain; s[j][e] is row g + 8 (e / 2),
-      // key key0 + 8 j + 2 t4 + e % 2. Row maxima join the 4 lanes of a row.
-      float tile_max[2] = {kNegInf, kNegInf};
+      // Online softmax in the log2 domain; s[nt][e] is key key0 + g + 8
+      // (e / 2) of q row 8 nt + 2 t4 + e % 2. A row's maximum joins the 8
+      // lanes that share t4.
+      float tile_max[kNTiles][2];
 #pragma unroll
-      for (int j = 0; j < 2; ++j)
+      for (int nt = 0; nt < kNTiles; ++nt) {
+        tile_max[nt][0] = tile_max[nt][1] = kNegInf;
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int hh = e / 2, key = key0 + 8 * j + 2 * t4 + e % 2;
-          float x = s[j][e] * logit_scale;
+          const int j = e % 2, key = key0 + g + 8 * (e / 2);
+          float x = s[nt][e] * logit_scale;
           if (kSoftCap > 0.0f)
             x = kSoftCap * tanh_approx(x * (1.0f / kSoftCap));
           if (kAlibi)
-            x -= slope[hh] * static_cast<float>(pos[hh] - key);
-          const bool visible = key < hi && key <= pos[hh] && (kWindowLeft < 0 || key >= pos[hh] - kWindowLeft);
-          s[j][e] = visible ? x * kLog2e : kNegInf;
-          tile_max[hh] = max_float(tile_max[hh], s[j][e]);
+            x -= slope[nt][j] * static_cast<float>(pos[nt][j] - key);
+          const bool visible =
+              key < hi && key <= pos[nt][j] && (kWindowLeft < 0 || key >= pos[nt][j] - kWindowLeft);
+          s[nt][e] = visible ? x * kLog2e : kNegInf;
+          tile_max[nt][j] = max_float(tile_max[nt][j], s[nt][e]);
         }
-      float alpha[2];
-#pragma unroll
-      for (int hh = 0; hh < 2; ++hh) {
-        tile_max[hh] = max_float(tile_max[hh], shfl_xor(tile_max[hh], 1));
-        tile_max[hh] = max_float(tile_max[hh], shfl_xor(tile_max[hh], 2));
-        const float m_new = max_float(m_run[hh], tile_max[hh]);
-        // All keys masked so far: subtract 0, not -inf, so exp2 gives 0.
-        const float m_use = m_new == kNegInf ? 0.0f : m_new;
-        alpha[hh] = exp2_approx(m_run[hh] - m_use);
-        m_run[hh] = m_new;
-        float sum = 0.0f;
-#pragma unroll
-        for (int j = 0; j < 2; ++j)
-#pragma unroll
-          for (int e = 2 * hh; e < 2 * hh + 2; ++e) {
-            s[j][e] = exp2_approx(s[j][e] - m_use);
-            sum += s[j][e];
-          }
-        l_run[hh] = l_run[hh] * alpha[hh] + sum; // this lane's keys; joined at the end
       }
+      float alpha[kNTiles][2];
+      bool moved = false;
+#pragma unroll
+      for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          float t = tile_max[nt][j];
+          t = max_float(t, shfl_xor(t, 4));
+          t = max_float(t, shfl_xor(t, 8));
+          t = max_float(t, shfl_xor(t, 16));
+          const float m_new = max_float(m_run[nt][j], t);
+          // All keys masked so far: subtract 0, not -inf, so exp2 gives 0.
+          const float m_use = m_new == kNegInf ? 0.0f : m_new;
+          alpha[nt][j] = exp2_approx(m_run[nt][j] - m_use);
+          moved = moved || alpha[nt][j] != 1.0f;
+          m_run[nt][j] = m_new;
+          s[nt][j] = exp2_approx(s[nt][j] - m_use);
+          s[nt][j + 2] = exp2_approx(s[nt][j + 2] - m_use);
+          // This lane's keys; the lanes of a row are joined at the end.
+          l_run[nt][j] = l_run[nt][j] * alpha[nt][j] + s[nt][j] + s[nt][j + 2];
+        }
       // The running maxima rarely move after the first tiles: skip the
       // rescale when no row of the warp changed.
-      if (!all_lanes(alpha[0] == 1.0f && alpha[1] == 1.0f)) {
+      if (!all_lanes(!moved)) {
 #pragma unroll
-        for (int n = 0; n < kHeadDim / 8; ++n) {
-          o[n][0] *= alpha[0];
-          o[n][1] *= alpha[0];
-          o[n][2] *= alpha[1];
-          o[n][3] *= alpha[1];
-        }
+        for (int m = 0; m < kDimSteps; ++m)
+#pragma unroll
+          for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+            for (int e = 0; e < 4; ++e)
+              o[m][nt][e] *= alpha[nt][e % 2];
       }
 
-      // O += P V: P's C fragments are the A fragment of a 16-key k-step.
-      u32 pa[4];
-      pa[0] = pack2<MmaElem>(s[0][0], s[0][1]);
-      pa[1] = pack2<MmaElem>(s[0][2], s[0][3]);
-      pa[2] = pack2<MmaElem>(s[1][0], s[1][1]);
-      pa[3] = pack2<MmaElem>(s[1][2], s[1][3]);
+      // O^T += V^T P^T. P^T's B fragment wants keys 2 t4, 2 t4 + 1 (+ 8) of
+      // q row g; S^T's C fragment holds q rows 2 t4, 2 t4 + 1 of key g
+      // (+ 8): each 8 x 8 half, packed, is transposed in registers.
+      u32 pb[kNTiles][2];
+#pragma unroll
+      for (int nt = 0; nt < kNTiles; ++nt) {
+        pb[nt][0] = nv::movmatrix_trans(pack2<MmaElem>(s[nt][0], s[nt][1]));
+        pb[nt][1] = nv::movmatrix_trans(pack2<MmaElem>(s[nt][2], s[nt][3]));
+      }
+      auto pv_step = [&](int m, const u32(&va)[4]) {
+#pragma unroll
+        for (int nt = 0; nt < kNTiles; ++nt)
+          nv::mma_16x8x16<MmaElem>(o[m][nt], va, pb[nt][0], pb[nt][1]);
+      };
       if (kCacheFP8) {
-        // raw[2 h + i]: keys 8 i + 2 t4, + 1 of dimensions 32 dd + 16 h + 2 g,
-        // + 1; bytes reordered so that each 16-bit half is one dimension's
-        // key pair, then widened: the even and the odd n-tile.
+        // raw[i]: keys 2 t4, 2 t4 + 1 (+ 8 for odd i) of dimensions
+        // 32 dd + 16 (i / 2) + 2 g, + 1; bytes reordered so that each 16-bit
+        // half is one dimension's key pair, then widened: the A fragments of
+        // the even (m-tile 2 dd) and the odd (2 dd + 1) dimensions.
 #pragma unroll
         for (int dd = 0; dd < kDimSteps / 2; ++dd) {
-          u32 raw[4];
+          u32 raw[4], even[4], odd[4];
           nv::ldmatrix_x4_trans(raw, v_tile + tile_row * kCachePitch + raw_lane + dd * 32);
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            u32 even0, odd0, even1, odd1;
-            fp8e4m3x4_to_f16(__byte_perm(raw[2 * h], 0u, 0x3120), even0, odd0);
-            fp8e4m3x4_to_f16(__byte_perm(raw[2 * h + 1], 0u, 0x3120), even1, odd1);
-            nv::mma_16x8x16<MmaElem>(o[4 * dd + 2 * h], pa, even0, even1);
-            nv::mma_16x8x16<MmaElem>(o[4 * dd + 2 * h + 1], pa, odd0, odd1);
+          for (int i = 0; i < 4; ++i) {
+            const int a = (i % 2) * 2 + i / 2; // A register: rows g + 8 (i / 2), keys + 8 (i % 2)
+            fp8e4m3x4_to_f16(__byte_perm(raw[i], 0u, 0x3120), even[a], odd[a]);
           }
+          pv_step(2 * dd, even);
+          pv_step(2 * dd + 1, odd);
         }
       } else {
 #pragma unroll
-        for (int d = 0; d < kDimSteps; ++d) {
-          u32 vb[4];
-          nv::ldmatrix_x4_trans(vb, v_tile + tile_row * kPitch + v_lane + d * 32);
-          nv::mma_16x8x16<MmaElem>(o[2 * d], pa, vb[0], vb[1]);
-          nv::mma_16x8x16<MmaElem>(o[2 * d + 1], pa, vb[2], vb[3]);
+        for (int m = 0; m < kDimSteps; ++m) {
+          u32 va[4];
+          nv::ldmatrix_x4_trans(va, v_tile + tile_row * kPitch + v_lane + m * 32);
+          pv_step(m, va);
         }
       }
     }
@@ -792,37 +837,44 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
   // Merge the warps: stats first, then each warp's rows scaled to the
   // common maximum into scratch over the (now idle) stages.
 #pragma unroll
-  for (int hh = 0; hh < 2; ++hh) {
-    l_run[hh] += shfl_xor(l_run[hh], 1);
-    l_run[hh] += shfl_xor(l_run[hh], 2);
-  }
+  for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      l_run[nt][j] += shfl_xor(l_run[nt][j], 4);
+      l_run[nt][j] += shfl_xor(l_run[nt][j], 8);
+      l_run[nt][j] += shfl_xor(l_run[nt][j], 16);
+    }
   nv::cp_async_wait<0>();
   block_barrier();
-  if (t4 == 0)
+  if (g == 0)
 #pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      stat_m[warp * 16 + g + 8 * hh] = m_run[hh];
-      stat_l[warp * 16 + g + 8 * hh] = l_run[hh];
-    }
+    for (int nt = 0; nt < kNTiles; ++nt)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        stat_m[warp * 16 + 8 * nt + 2 * t4 + j] = m_run[nt][j];
+        stat_l[warp * 16 + 8 * nt + 2 * t4 + j] = l_run[nt][j];
+      }
   block_barrier();
   float *scratch = reinterpret_cast<float *>(smem); // [warp][row][kScratchPitch]
 #pragma unroll
-  for (int hh = 0; hh < 2; ++hh) {
-    const int r = g + 8 * hh;
-    if (r < kRowsPerBlock) {
-      float m_all = kNegInf;
+  for (int nt = 0; nt < kNTiles; ++nt)
 #pragma unroll
-      for (int w = 0; w < kWarps; ++w)
-        m_all = max_float(m_all, stat_m[w * 16 + r]);
-      const float f = exp2_approx(m_run[hh] - (m_all == kNegInf ? 0.0f : m_all));
-      float *dst = scratch + (warp * kRowsPerBlock + r) * kScratchPitch;
+    for (int j = 0; j < 2; ++j) {
+      const int r = 8 * nt + 2 * t4 + j;
+      if (r < kRowsPerBlock) {
+        float m_all = kNegInf;
 #pragma unroll
-      for (int n = 0; n < kHeadDim / 8; ++n) {
-        dst[o_column(n, 0, t4)] = o[n][2 * hh] * f;
-        dst[o_column(n, 1, t4)] = o[n][2 * hh + 1] * f;
+        for (int w = 0; w < kWarps; ++w)
+          m_all = max_float(m_all, stat_m[w * 16 + r]);
+        const float f = exp2_approx(m_run[nt][j] - (m_all == kNegInf ? 0.0f : m_all));
+        float *dst = scratch + (warp * kRowsPerBlock + r) * kScratchPitch;
+#pragma unroll
+        for (int m = 0; m < kDimSteps; ++m) {
+          dst[o_dim(m, 0, g)] = o[m][nt][j] * f;
+          dst[o_dim(m, 1, g)] = o[m][nt][j + 2] * f;
+        }
       }
     }
-  }
   block_barrier();
 
   // 8 columns of one row per thread: sum the warps, normalise, write.
@@ -871,7 +923,14 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
 } // namespace paged_decode
 } // namespace mlagen
 
-extern "C" __global__ void __launch_bounds__(mlagen_config::kThreads)
+// NVIDIA: registers for kBlocksPerSM blocks an SM (the decode planner counts
+// on them). CDNA's prelude takes the thread count alone.
+#if MLAGEN_TARGET_NVIDIA
+#define MLAGEN_PAGED_DECODE_BOUNDS __launch_bounds__(mlagen_config::kThreads, mlagen_config::kBlocksPerSM)
+#else
+#define MLAGEN_PAGED_DECODE_BOUNDS __launch_bounds__(mlagen_config::kThreads)
+#endif
+extern "C" __global__ void MLAGEN_PAGED_DECODE_BOUNDS
     mlagen_paged_decode(mlagen_paged_decode_params p) {
   using namespace mlagen;
   using namespace mlagen::paged_decode;

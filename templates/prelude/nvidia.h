@@ -216,11 +216,26 @@ MLAGEN_DEVICE void ldmatrix_x4(u32 (&r)[4], u32 addr) {
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(addr));
 }
+// Two matrices (lanes 0-15 give the addresses).
+MLAGEN_DEVICE void ldmatrix_x2(u32 (&r)[2], u32 addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(addr));
+}
 MLAGEN_DEVICE void ldmatrix_x4_trans(u32 (&r)[4], u32 addr) {
   asm volatile(
       "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
       : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
       : "r"(addr));
+}
+
+// One 8x8 b16 matrix held in registers as ldmatrix holds it (lane l: row
+// l / 4, columns 2 (l % 4), + 1), transposed: lane l gets column l / 4,
+// rows 2 (l % 4), + 1. Turns a C fragment (packed) into a B fragment.
+MLAGEN_DEVICE u32 movmatrix_trans(u32 x) {
+  u32 r;
+  asm("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(r) : "r"(x));
+  return r;
 }
 
 // d += a * b for a 16x16 (row) by 16x8 (col) tile, fp32 accumulate.

@@ -249,6 +249,7 @@ LogicalResult printConfig(PagedDecodeOp op, raw_ostream &os) {
      << "constexpr bool kMatrixCores = " << boolean(op.usesMatrixCores())
      << ";\n"
      << "constexpr int kStages = " << op.getStages() << ";\n"
+     << "constexpr int kBlocksPerSM = " << op.getBlocksPerSM() << ";\n"
      << "constexpr int kThreads = " << op.getLaunchAttr().getThreads()
      << ";\n"
      << "constexpr int kWaveSize = " << (isCDNA(arch) ? 64 : 32) << ";\n"

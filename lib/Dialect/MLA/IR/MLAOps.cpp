@@ -306,12 +306,27 @@ int32_t PagedDecodeOp::getCacheRowBytes() {
   return getHeadDim() * (getKvType() == DType::F8E4M3 ? 1 : 2);
 }
 
+int32_t PagedDecodeOp::getBlocksPerSM() {
+  if (!usesMatrixCores())
+    return 1;
+  // The fp8 kernel is bound by its warps' latency more than by bytes in
+  // flight: four blocks of 2 stages beat two of 4 (H200, Llama-3-8B heads:
+  // B64 S4096 158 -> 151 us, B128 305 -> 290; bench/notes/paged-decode.md).
+  // Up to d128 and 8 rows a block (one n-tile of the mma) it fits the 128
+  // registers that four blocks leave. 16-bit caches are bound by bytes in
+  // flight: two blocks of 3 stages beat three of 2 at d128.
+  bool fp8 = getKvType() == DType::F8E4M3;
+  return fp8 && getHeadDim() <= 128 && getRowsPerBlock() <= 8 ? 4 : 2;
+}
+
 int32_t PagedDecodeOp::getStages() {
   if (!usesMatrixCores())
     return 1;
-  // Decode is bound by bytes in flight: as many K/V tiles as fit two
-  // blocks per SM (sm_90a 228 KB, sm_80 164 KB), 2 to 4.
-  int64_t budget = *getArch() == Arch::SM90A ? 112 * 1024 : 80 * 1024;
+  // As many K/V tiles as getBlocksPerSM blocks leave room for in an SM's
+  // shared memory (sm_90a 228 KB, sm_80 164 KB; 1 KB reserved a block,
+  // beside q and the stats), 2 to 4.
+  int64_t perSM = *getArch() == Arch::SM90A ? 233472 : 167936;
+  int64_t budget = perSM / getBlocksPerSM() - 1024 - 512 - 16 * (2 * getHeadDim() + 16);
   int64_t stage = 2 * int64_t(getTileK()) * (getCacheRowBytes() + 16);
   return static_cast<int32_t>(std::clamp<int64_t>(budget / stage, 2, 4));
 }

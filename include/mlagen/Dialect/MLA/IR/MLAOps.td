@@ -489,7 +489,12 @@ def MLA_PagedDecodeOp : MLA_Op<"paged_decode", [
     /// Keys per shared-memory tile: 64 on matrix cores (16 per warp), else
     /// 128 / threads per key.
     int32_t getTileK();
-    /// K/V tiles in flight (cp.async stages) on matrix cores; 1 otherwise.
+    /// Blocks an SM holds on matrix cores (the kernel's launch bounds ask
+    /// for them): four or two; 1 (no bound) on CUDA cores. Four: an fp8 cache up to d128 with up to 8 rows
+    /// a block.
+    int32_t getBlocksPerSM();
+    /// K/V tiles in flight (cp.async stages) on matrix cores, as many as
+    /// getBlocksPerSM blocks leave room for (2 to 4); 1 otherwise.
     int32_t getStages();
     /// q rows (token x head of one kv head's group) per block: the largest
     /// divisor of q_len x group up to 16.
