@@ -465,7 +465,13 @@ constexpr int kKeySteps = kWarpKeys / 16;        // 16-key mma steps (the mma's 
 constexpr int kDimSteps = kHeadDim / 16;         // QK k-steps, PV m-tiles of O^T
 constexpr int kNTiles = (kRowsPerBlock + 7) / 8; // the mma's n: 8 q rows a tile
 constexpr int kPitch = kHeadDim * 2 + 16;        // bytes of a 16-bit row: 8 ldmatrix rows hit 8 bank groups
-constexpr int kCachePitch = kHeadDim * kElemBytes + 16; // bytes of a staged cache row
+// A staged cache row: rows of a multiple of 128 bytes stay unpadded, the
+// 16-byte chunk c of row r stored at chunk c ^ (r % 8) of its 128 bytes
+// (`chunk_at`), others take 16 bytes of padding; either way the 8 rows of
+// an ldmatrix hit 8 bank groups. Unpadded, an fp8 d128 stage is 1/9
+// smaller, so four blocks an SM hold 3 stages each.
+constexpr bool kSwizzled = kHeadDim * kElemBytes % 128 == 0;
+constexpr int kCachePitch = kHeadDim * kElemBytes + (kSwizzled ? 0 : 16);
 constexpr int kTileBytes = kTileK * kCachePitch;
 constexpr int kStageBytes = 2 * kTileBytes;      // K then V
 constexpr int kRowVectors = kHeadDim * kElemBytes / 16; // 16-byte vectors per cache row
@@ -485,8 +491,13 @@ static_assert(!kMatrixCores || !kCacheFP8, "fp8 on matrix cores needs sm_90a's f
 #endif
 static_assert(!kMatrixCores || (kWarpKeys * kRowVectors % 32 == 0), "whole copies per lane");
 static_assert(!kMatrixCores || (kStages >= 2), "at least one tile in flight");
-static_assert(!kMatrixCores || (kMmaQOffset + 16 * kPitch <= kSharedBytes), "shared memory layout exceeds kSharedBytes");
+static_assert(!kMatrixCores || (kMmaQOffset + 16 * kPitch == kSharedBytes), "the layout is PagedDecodeOp::getSharedBytes'");
 static_assert(!kMatrixCores || (kWarps * kRowsPerBlock * kScratchPitch * 4 <= kMmaStatOffset), "merge scratch fits the stages");
+
+// The byte offset of 16-byte chunk `chunk` in a staged row `row` (see kCachePitch).
+MLAGEN_DEVICE u32 chunk_at(int row, int chunk) {
+  return (kSwizzled ? chunk ^ (row % 8) : chunk) * 16;
+}
 
 // The block-table entries of this lane's copies of its warp's keys of the
 // tile at `tile0`, fetched a step before the copies are issued so that
@@ -518,7 +529,7 @@ MLAGEN_DEVICE void issue_tile(const mlagen_paged_decode_params &p, const int (&p
     const int key = tile0 + row;
     const long long offset = (long long)pages[i] * p.kv_block_stride +
                              (long long)(key % kPageSize) * p.kv_token_stride + (long long)head * p.kv_head_stride;
-    const u32 at = dst + row * kCachePitch + vec * 16;
+    const u32 at = dst + row * kCachePitch + chunk_at(row, vec);
     nv::cp_async_16_l2_128(at, k_cache + offset * kElemBytes + vec * 16, key < end, stream);
     nv::cp_async_16_l2_128(at + kTileBytes, v_cache + offset * kElemBytes + vec * 16, key < end, stream);
   }
@@ -614,18 +625,18 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
   }
   block_barrier(); // q is in shared memory
 
-  // ldmatrix lane addressing (lane i addresses row i % 8 of matrix i / 8).
-  // K (A operand, keys as rows): matrices (keys 0-7, columns 0-7), (8-15,
-  // 0-7), (0-7, 8-15), (8-15, 8-15); V^T (A operand of O^T, transposed
-  // from the stage): (keys 0-7, dims 0-7), (0-7, 8-15), (8-15, 0-7),
-  // (8-15, 8-15); q (B operand, q rows as n): rows r8 of n-tile nt,
-  // columns 8 (m8 % 2) of a step.
+  // ldmatrix lane addressing (lane i addresses row i % 8 of matrix i / 8;
+  // a staged row's chunks by `chunk_at`, and every row a lane addresses is
+  // r8 modulo 8). K (A operand, keys as rows) and raw fp8 V: matrices (keys
+  // 0-7, chunk 0), (8-15, 0), (0-7, 1), (8-15, 1) of a 32-byte step; 16-bit
+  // V^T (A operand of O^T, transposed from the stage): (keys 0-7, chunk
+  // 0), (0-7, 1), (8-15, 0), (8-15, 1); q (B operand, q rows as n): rows
+  // r8 of n-tile nt, columns 8 (m8 % 2) of a step.
   const int m8 = lane / 8, r8 = lane % 8;
-  const u32 k_lane = ((m8 % 2) * 8 + r8) * kPitch + (m8 / 2) * 16;
-  const u32 v_lane = ((m8 / 2) * 8 + r8) * kPitch + (m8 % 2) * 16;
+  const u32 k_lane = ((m8 % 2) * 8 + r8) * kCachePitch;
+  const u32 v_lane = ((m8 / 2) * 8 + r8) * kCachePitch;
+  const int k_chunk = m8 / 2, v_chunk = kCacheFP8 ? m8 / 2 : m8 % 2;
   const u32 q_lane = smem_base + kMmaQOffset + r8 * kPitch + (m8 % 2) * 16;
-  // fp8 K and V rows: matrices (keys 0-7, bytes 0-15), (8-15, 0-15), (0-7, 16-31), (8-15, 16-31).
-  const u32 raw_lane = ((m8 % 2) * 8 + r8) * kCachePitch + (m8 / 2) * 16;
   u32 q_frag[kQInRegisters ? kDimSteps : 1][kNTiles][2];
   if (kQInRegisters) {
 #pragma unroll
@@ -720,7 +731,7 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
 #pragma unroll
         for (int dd = 0; dd < kDimSteps / 2; ++dd) {
           u32 raw[4];
-          nv::ldmatrix_x4(raw, k_tile + tile_row * kCachePitch + raw_lane + dd * 32);
+          nv::ldmatrix_x4(raw, k_tile + tile_row * kCachePitch + k_lane + chunk_at(r8, 2 * dd + k_chunk));
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             u32 ka[4];
@@ -733,7 +744,7 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
 #pragma unroll
         for (int d = 0; d < kDimSteps; ++d) {
           u32 ka[4];
-          nv::ldmatrix_x4(ka, k_tile + tile_row * kPitch + k_lane + d * 32);
+          nv::ldmatrix_x4(ka, k_tile + tile_row * kCachePitch + k_lane + chunk_at(r8, 2 * d + k_chunk));
           qk_step(d, ka);
         }
       }
@@ -814,7 +825,7 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
 #pragma unroll
         for (int dd = 0; dd < kDimSteps / 2; ++dd) {
           u32 raw[4], even[4], odd[4];
-          nv::ldmatrix_x4_trans(raw, v_tile + tile_row * kCachePitch + raw_lane + dd * 32);
+          nv::ldmatrix_x4_trans(raw, v_tile + tile_row * kCachePitch + k_lane + chunk_at(r8, 2 * dd + v_chunk));
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
             const int a = (i % 2) * 2 + i / 2; // A register: rows g + 8 (i / 2), keys + 8 (i % 2)
@@ -827,7 +838,7 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
 #pragma unroll
         for (int m = 0; m < kDimSteps; ++m) {
           u32 va[4];
-          nv::ldmatrix_x4_trans(va, v_tile + tile_row * kPitch + v_lane + m * 32);
+          nv::ldmatrix_x4_trans(va, v_tile + tile_row * kCachePitch + v_lane + chunk_at(r8, 2 * m + v_chunk));
           pv_step(m, va);
         }
       }

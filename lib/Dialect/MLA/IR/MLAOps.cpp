@@ -319,6 +319,14 @@ int32_t PagedDecodeOp::getBlocksPerSM() {
   return fp8 && getHeadDim() <= 128 && getRowsPerBlock() <= 8 ? 4 : 2;
 }
 
+int32_t PagedDecodeOp::getCachePitch() {
+  // Rows of a multiple of 128 bytes are staged unpadded with their 16-byte
+  // chunks swizzled; others are padded by 16 bytes. Either way the 8 rows
+  // of an ldmatrix hit 8 bank groups.
+  int32_t bytes = getCacheRowBytes();
+  return bytes % 128 == 0 ? bytes : bytes + 16;
+}
+
 int32_t PagedDecodeOp::getStages() {
   if (!usesMatrixCores())
     return 1;
@@ -327,7 +335,7 @@ int32_t PagedDecodeOp::getStages() {
   // beside q and the stats), 2 to 4.
   int64_t perSM = *getArch() == Arch::SM90A ? 233472 : 167936;
   int64_t budget = perSM / getBlocksPerSM() - 1024 - 512 - 16 * (2 * getHeadDim() + 16);
-  int64_t stage = 2 * int64_t(getTileK()) * (getCacheRowBytes() + 16);
+  int64_t stage = 2 * int64_t(getTileK()) * getCachePitch();
   return static_cast<int32_t>(std::clamp<int64_t>(budget / stage, 2, 4));
 }
 
@@ -341,11 +349,11 @@ int32_t PagedDecodeOp::getRowsPerBlock() {
 
 int32_t PagedDecodeOp::getSharedBytes() {
   if (usesMatrixCores()) {
-    // kStages K/V tiles of cache rows padded by 16 bytes, 128 floats of
+    // kStages K/V tiles of staged cache rows (getCachePitch), 128 floats of
     // per-warp stats, and q as 16 fp16/bf16 rows (the block's rows, zero
     // past them).
     int32_t pitch = 2 * getHeadDim() + 16;
-    return getStages() * 2 * getTileK() * (getCacheRowBytes() + 16) + 512 + 16 * pitch;
+    return getStages() * 2 * getTileK() * getCachePitch() + 512 + 16 * pitch;
   }
   // The template's layout: K and V tiles of rows padded by 16 bytes, fp32
   // scores [rows][tile_k + 4], fp32 q [rows][pad + 4], 32 floats of stats.

@@ -486,6 +486,9 @@ def MLA_PagedDecodeOp : MLA_Op<"paged_decode", [
     bool usesMatrixCores();
     /// Bytes of one cache row (head_dim elements of kv_type).
     int32_t getCacheRowBytes();
+    /// Bytes of a cache row staged in shared memory on matrix cores: the
+    /// row, padded by 16 bytes unless a multiple of 128 (then swizzled).
+    int32_t getCachePitch();
     /// Keys per shared-memory tile: 64 on matrix cores (16 per warp), else
     /// 128 / threads per key.
     int32_t getTileK();
