@@ -442,16 +442,21 @@ MLAGEN_DEVICE void decode_simt(const mlagen_paged_decode_params &p, int item_ind
 }
 
 #if MLAGEN_TARGET_NVIDIA
-// NVIDIA (kMatrixCores): QK and PV on mma.sync m16n8k16, the block's rows
-// padded to the 16 rows of an mma. K/V tiles go global -> shared with
+// NVIDIA (kMatrixCores): QK and PV on mma.sync m16n8k16 with 16 keys as the
+// mma's rows and the block's q rows as its n (8 a tile): S^T = K q^T and
+// O^T += V^T P^T, P^T's fragments transposed from S^T's in registers
+// (movmatrix). With 4 q rows a block (Llama-3's 32 / 8 heads) that is half
+// the mmas, and half O's registers, of q as the rows padded to 16; the
+// registers let an fp8 kernel up to d128 run four blocks an SM
+// (kBlocksPerSM), which its latency-bound warps need. K/V tiles go global -> shared with
 // cp.async, kStages deep. An fp8 cache (sm_90a) stays fp8 in the stages
 // (half the bytes, so more stages fit); ldmatrix reads the raw bytes as
 // 16-bit pairs and cvt.rn.f16x2.e4m3x2 widens the fragments in registers
 // (exact), so QK and PV run in fp16, q rounded to fp16, and the scales
 // multiply the logit scale and the final normalisation. The raw fragments
 // hold other columns than fp16 ones would: q's columns are stored permuted
-// to match K's (`fp8_q_column`), and O's columns come out permuted
-// (`o_column`, undone when the warps merge). Each warp owns a quarter of
+// to match K's (`fp8_q_column`), and O^T's rows come out permuted
+// (`o_dim`, undone when the warps merge). Each warp owns a quarter of
 // every tile's keys with its own online-softmax state (FlashDecoding's
 // split within the block) and copies those keys itself, so the warps never
 // wait for each other inside the key loop: a warp keeps (kStages - 1) of
