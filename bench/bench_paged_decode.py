@@ -4,7 +4,9 @@ mlagen next to cuDNN's GQA decode (torch SDPA, contiguous K/V) and flash
 
 Run on the GPU machine from the repo root:
     PYTHONPATH=python MLAGEN_LIBRARY=carry/libmlagen.so python3 bench/bench_paged_decode.py
-Writes paged_decode_bench.json and paged_decode_bench.md under $OUT (or /tmp).
+Writes paged_decode_bench.json and paged_decode_bench.md under $OUT (or /tmp);
+`python3 bench/bench_paged_decode.py --render JSON` prints a saved run's tables
+(no GPU needed).
 GB/s count K + V bytes read (their dtype's) plus q and out; ratios are to
 cuDNN's bf16 GQA decode GB/s at the same batch, measured in the same run.
 Times are medians of triton.testing.do_bench over a plan updated once.
@@ -16,6 +18,7 @@ memory) is reported and skipped. Default "0".
 import json
 import math
 import os
+import sys
 
 import torch
 import torch.nn.functional as F
@@ -105,20 +108,36 @@ def main():
     out_dir = os.environ.get("OUT", "/tmp")
     with open(os.path.join(out_dir, "paged_decode_bench.json"), "w") as f:
         json.dump(res, f, indent=1)
+    text = render(res)
+    with open(os.path.join(out_dir, "paged_decode_bench.md"), "w") as f:
+        f.write(text)
+    print(text, end="")
+
+
+def render(res):
+    """The Markdown tables of a run's JSON. An fp8 row's last column is its
+    tokens/s over the bf16 row of the same batch, page and tile_k."""
+    us = {(r["tile_k"], r["batch"], r["page"], r["cache"]): r["us"] for r in res["rows"]}
+    def vs_bf16(r):
+        bf16 = us.get((r["tile_k"], r["batch"], r["page"], "bf16"))
+        return f"{bf16 / r['us']:.2f}x" if r["cache"] == "fp8" and bf16 else ""
+    tile_ks = sorted({r["tile_k"] for r in res["rows"]})
     lines = [f"# Paged GQA decode on {res['gpu']} (32/8 heads, d128, S{SEQ}, q_len 1)"]
-    for tile_k in TILE_KS:
+    for tile_k in tile_ks:
         lines += ["", f"## tile_k={tile_k}{' (shape default)' if tile_k == 0 else ''}", "",
-                  "| batch | page | cache | us | GB/s | / cuDNN | / flash |",
-                  "|---|---|---|---|---|---|---|"]
+                  "| batch | page | cache | us | GB/s | / cuDNN | / flash | tokens/s / bf16 |",
+                  "|---|---|---|---|---|---|---|---|"]
         lines += [f"| {r['batch']} | {r['page']} | {r['cache']} | {r['us']} | {r['GBps']} | "
-                  f"{r['vs_cudnn']} | {r['vs_flash']} |" for r in res["rows"]
+                  f"{r['vs_cudnn']} | {r['vs_flash']} | {vs_bf16(r)} |" for r in res["rows"]
                   if r["tile_k"] == tile_k]
     lines += ["", f"cuDNN GQA decode: B64 {res['cudnn_gqa_decode_B64_GBps']} GB/s, "
               f"B128 {res['cudnn_gqa_decode_B128_GBps']} GB/s (bf16, contiguous K/V)"]
-    with open(os.path.join(out_dir, "paged_decode_bench.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 3 and sys.argv[1] == "--render":  # tables of a saved run
+        with open(sys.argv[2]) as f:
+            print(render(json.load(f)), end="")
+    else:
+        main()
