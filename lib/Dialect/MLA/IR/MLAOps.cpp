@@ -312,11 +312,13 @@ int32_t PagedDecodeOp::getBlocksPerSM() {
   // The fp8 kernel is bound by its warps' latency more than by bytes in
   // flight: four blocks of 2 stages beat two of 4 (H200, Llama-3-8B heads:
   // B64 S4096 158 -> 151 us, B128 305 -> 290; bench/notes/paged-decode.md).
-  // Up to d128 and 8 rows a block (one n-tile of the mma) it fits the 128
-  // registers that four blocks leave. 16-bit caches are bound by bytes in
-  // flight: two blocks of 3 stages beat three of 2 at d128.
+  // Up to d128, 8 rows a block (one n-tile of the mma) and 64-key tiles it
+  // fits the 128 registers that four blocks leave (128-key tiles spilled).
+  // 16-bit caches are bound by bytes in flight: two blocks of 3 stages beat
+  // three of 2 at d128.
   bool fp8 = getKvType() == DType::F8E4M3;
-  return fp8 && getHeadDim() <= 128 && getRowsPerBlock() <= 8 ? 4 : 2;
+  bool fits = getHeadDim() <= 128 && getRowsPerBlock() <= 8 && getTileK() == 64;
+  return fp8 && fits ? 4 : 2;
 }
 
 int32_t PagedDecodeOp::getCachePitch() {

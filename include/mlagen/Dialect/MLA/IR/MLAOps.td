@@ -493,8 +493,8 @@ def MLA_PagedDecodeOp : MLA_Op<"paged_decode", [
     /// 128 / threads per key.
     int32_t getTileK();
     /// Blocks an SM holds on matrix cores (the kernel's launch bounds ask
-    /// for them): four or two; 1 (no bound) on CUDA cores. Four: an fp8 cache up to d128 with up to 8 rows
-    /// a block.
+    /// for them): four for an fp8 cache up to d128 with up to 8 rows a
+    /// block and 64-key tiles, else two; 1 (no bound) on CUDA cores.
     int32_t getBlocksPerSM();
     /// K/V tiles in flight (cp.async stages) on matrix cores, as many as
     /// getBlocksPerSM blocks leave room for (2 to 4); 1 otherwise.
