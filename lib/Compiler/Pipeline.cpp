@@ -585,6 +585,9 @@ Status mlagen::generateHIP(const Signature &sig, GeneratedKernel &kernel) {
     kernel.tileQ = op.getRowsPerBlock();
     kernel.tileK = op.getTileK();
     kernel.paddedHeads = op.getQHeads();
+    // Matrix cores: the launch bounds' blocks (registers for them); the
+    // CUDA-core kernel states none.
+    kernel.blocksPerSM = op.usesMatrixCores() ? op.getBlocksPerSM() : 0;
     kernel.extraEntries = {{reduce.getEntry().str(), reduce.getThreads(),
                             reduce.getSharedBytes(),
                             mla::PagedDecodeOp::kReduceRowsPerBlock}};

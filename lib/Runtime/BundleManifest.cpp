@@ -112,7 +112,7 @@ Status decodeKernel(const json &entry, size_t index, BundleKernelRecord &out) {
   FieldReader read(entry, where);
   std::string signature, arch;
   int64_t size = 0, threads = 0, shared = 0, tileQ = 0, tileK = 0,
-          paddedHeads = 0, clusterParts = 1;
+          paddedHeads = 0, clusterParts = 1, blocksPerSM = 0;
   CodeObject &code = out.code;
   bool ok = read.string("signature", signature) &&
             read.string("arch", arch) && read.string("file", out.file) &&
@@ -127,6 +127,7 @@ Status decodeKernel(const json &entry, size_t index, BundleKernelRecord &out) {
             read.integer("tile_k", 0, 1024, tileK) &&
             read.integer("padded_heads", 0, 65535, paddedHeads) &&
             read.optionalInteger("cluster_parts", 1, 8, 1, clusterParts) &&
+            read.optionalInteger("blocks_per_sm", 0, 32, 0, blocksPerSM) &&
             read.string("cache_key", code.cacheKey) &&
             read.string("generator", code.generatorIdentity) &&
             read.string("compiler", code.compilerIdentity) &&
@@ -187,6 +188,7 @@ Status decodeKernel(const json &entry, size_t index, BundleKernelRecord &out) {
   code.tileK = static_cast<int>(tileK);
   code.paddedHeads = static_cast<int>(paddedHeads);
   code.clusterParts = static_cast<int>(clusterParts);
+  code.blocksPerSM = static_cast<int>(blocksPerSM);
   return Status::ok();
 }
 
@@ -216,6 +218,7 @@ std::string encodeBundleManifest(const BundleManifest &manifest) {
                        {"tile_k", code.tileK},
                        {"padded_heads", code.paddedHeads},
                        {"cluster_parts", code.clusterParts},
+                       {"blocks_per_sm", code.blocksPerSM},
                        {"extra_entries", extras},
                        {"cache_key", code.cacheKey},
                        {"generator", code.generatorIdentity},

@@ -85,6 +85,7 @@ std::string encodeCacheEntry(const CodeObject &code,
   append<int32_t>(metadata, code.tileK);
   append<int32_t>(metadata, code.paddedHeads);
   append<int32_t>(metadata, code.clusterParts);
+  append<int32_t>(metadata, code.blocksPerSM);
   append<uint32_t>(metadata, static_cast<uint32_t>(code.extraEntries.size()));
   for (const KernelEntry &entry : code.extraEntries) {
     appendString(metadata, entry.name);
@@ -157,12 +158,13 @@ bool decodeCacheEntry(const std::string &bytes, CodeObject &out,
   MetadataReader metadata(std::string_view(
       bytes.data() + kCacheEntryHeaderSize + nameSize, metadataSize));
   std::string fields[4];
-  int32_t tileK = 0, paddedHeads = 0, clusterParts = 0;
+  int32_t tileK = 0, paddedHeads = 0, clusterParts = 0, blocksPerSM = 0;
   uint32_t extraCount = 0;
   bool ok = metadata.takeString(fields[0]) && metadata.takeString(fields[1]) &&
             metadata.takeString(fields[2]) && metadata.takeString(fields[3]) &&
             metadata.take(tileK) && metadata.take(paddedHeads) &&
-            metadata.take(clusterParts) && metadata.take(extraCount);
+            metadata.take(clusterParts) && metadata.take(blocksPerSM) &&
+            metadata.take(extraCount);
   std::vector<KernelEntry> extraEntries;
   // Each entry takes at least 16 bytes: no count can make this loop long.
   for (uint32_t i = 0; ok && i < extraCount; ++i) {
@@ -179,6 +181,10 @@ bool decodeCacheEntry(const std::string &bytes, CodeObject &out,
     why = "cluster parts " + std::to_string(clusterParts) + " not in [1, 8]";
     return false;
   }
+  if (blocksPerSM < 0 || blocksPerSM > 32) {
+    why = "blocks per SM " + std::to_string(blocksPerSM) + " not in [0, 32]";
+    return false;
+  }
   out.arch = static_cast<Arch>(arch);
   out.threadsPerBlock = get<int32_t>(bytes, 44);
   out.sharedBytes = get<int32_t>(bytes, 48);
@@ -188,6 +194,7 @@ bool decodeCacheEntry(const std::string &bytes, CodeObject &out,
   out.tileK = tileK;
   out.paddedHeads = paddedHeads;
   out.clusterParts = clusterParts;
+  out.blocksPerSM = blocksPerSM;
   out.extraEntries = std::move(extraEntries);
   signature = std::move(fields[0]);
   out.generatorIdentity = std::move(fields[1]);

@@ -16,7 +16,8 @@
 // text, the generator's identity, the compiler's identity and its flags
 // (with them an entry says what it is, `mlagen cache list`, and its key can
 // be recomputed, `mlagen cache verify`); then int32 tileK, int32
-// paddedHeads, int32 clusterParts (1 to 8), uint32 count of extra entries
+// paddedHeads, int32 clusterParts (1 to 8), int32 blocksPerSM (0 to 32),
+// uint32 count of extra entries
 // and each one's name and int32 threadsPerBlock, sharedBytes, rowsPerBlock.
 //
 // Little-endian, as every host mlagen runs on.

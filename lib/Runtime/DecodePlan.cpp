@@ -45,9 +45,11 @@ int64_t chunksOf(int64_t len, int64_t chunk) {
 }
 
 // Decode blocks an SM holds at once, as shared memory allows (NVIDIA: 228
-// KB per SM on sm_90a, 164 KB on sm_80, 1 KB reserved per block; the
-// kernels' launch bounds leave registers for as many, up to 4: paged
-// decode's fp8 blocks take 4). CDNA: 1 (not measured).
+// KB per SM on sm_90a, 164 KB on sm_80, 1 KB reserved per block), up to 4
+// and to what the kernel's launch bounds leave registers for where it says
+// (CodeObject::blocksPerSM: paged decode's fp8 blocks take 4, its 16-row
+// fp8 blocks 2 although shared memory would hold 3). CDNA: 1 (not
+// measured).
 int64_t blocksPerSM(const Signature &sig, const CodeObject &code) {
   int64_t perSM = 0;
   if (sig.arch == Arch::SM90A)
@@ -56,7 +58,8 @@ int64_t blocksPerSM(const Signature &sig, const CodeObject &code) {
     perSM = 167936;
   if (perSM == 0 || code.sharedBytes <= 0)
     return 1;
-  return std::clamp<int64_t>(perSM / (code.sharedBytes + 1024), 1, 4);
+  const int64_t limit = code.blocksPerSM > 0 ? std::min(code.blocksPerSM, 4) : 4;
+  return std::clamp<int64_t>(perSM / (code.sharedBytes + 1024), 1, limit);
 }
 
 bool clusterMergeDisabled() {

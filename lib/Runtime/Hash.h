@@ -21,7 +21,8 @@ namespace mlagen {
 // v3: prefill signatures gain alibi=0|1 (and its params alibi_slopes).
 // v4: paged_decode signatures gain alibi=0|1 (and its params alibi_slopes).
 // v5: entries record clusterParts (decode's in-cluster merging).
-inline constexpr unsigned kCacheFormatVersion = 5;
+// v6: entries record blocksPerSM (the decode planner's blocks an SM).
+inline constexpr unsigned kCacheFormatVersion = 6;
 
 struct Hash128 {
   uint64_t low = 0, high = 0;

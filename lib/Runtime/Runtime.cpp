@@ -96,6 +96,9 @@ Status checkGenerated(const Signature &sig, const GeneratedKernel &kernel) {
   if (kernel.clusterParts < 1 || kernel.clusterParts > 8)
     return bad("clusterParts must be in [1, 8] (got " +
                std::to_string(kernel.clusterParts) + ")");
+  if (kernel.blocksPerSM < 0 || kernel.blocksPerSM > 32)
+    return bad("blocksPerSM must be in [0, 32] (got " +
+               std::to_string(kernel.blocksPerSM) + ")");
   for (const KernelEntry &entry : kernel.extraEntries) {
     if (!isIdentifier(entry.name))
       return bad("entry name '" + entry.name + "' is not an identifier");
@@ -522,6 +525,7 @@ Status RuntimeImpl::build(const Signature &sig, DeviceCompiler &compiler,
   code.tileK = generated.tileK;
   code.paddedHeads = generated.paddedHeads;
   code.clusterParts = generated.clusterParts;
+  code.blocksPerSM = generated.blocksPerSM;
   code.extraEntries = generated.extraEntries;
   return Status::ok();
 }

@@ -6,7 +6,7 @@
 // RUN: mlagen cache list --dir=%t/cache | FileCheck %s --check-prefix=LIST
 // RUN: env MLAGEN_CACHE_DIR=%t/cache mlagen cache verify | FileCheck %s --check-prefix=VERIFY
 // Damage the entry: verify fails and names it, --remove removes it.
-// RUN: for f in %t/cache/v5/*.entry; do printf 'x' >> $f; done
+// RUN: for f in %t/cache/v6/*.entry; do printf 'x' >> $f; done
 // RUN: not mlagen cache verify --dir=%t/cache | FileCheck %s --check-prefix=CORRUPT
 // RUN: mlagen cache verify --remove --dir=%t/cache | FileCheck %s --check-prefix=REMOVE
 // RUN: mlagen cache list --dir=%t/cache | FileCheck %s --check-prefix=EMPTY
@@ -25,7 +25,7 @@
 // MANIFEST: "producer": "mlagen
 
 // LIST: {{^([0-9a-f]{32})}}  sm_90a  {{[0-9]+}}  {{[0-9-]+ [0-9:]+}}  prefill qk=192 v=128 hq=16 hkv=16 mask=causal {{.*}} arch=sm_90a
-// LIST: 1 entries, {{[0-9]+}} bytes, 0 corrupt, {{.*}}/cache/v5
+// LIST: 1 entries, {{[0-9]+}} bytes, 0 corrupt, {{.*}}/cache/v6
 
 // VERIFY: 1 entries, {{[0-9]+}} bytes, 0 corrupt
 

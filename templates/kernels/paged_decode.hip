@@ -16,8 +16,8 @@
 // block per (work item, kv head, row block) handling kRowsPerBlock of the kv
 // head's kQLen x group rows, so each K/V row of a chunk is read once per kv
 // head (per row block). Two bodies:
-// - decode_mma (NVIDIA, 16-bit caches, kMatrixCores): mma.sync with
-//   cp.async stages, described where it is defined;
+// - decode_mma (NVIDIA, kMatrixCores: 16-bit caches, and fp8 ones on
+//   sm_90a): mma.sync with cp.async stages, described where it is defined;
 // - decode_simt, CUDA-core fp32 math, portable to wave32 and wave64:
 //   load  K and V tiles (kTileK keys) global -> registers -> shared, 16-byte
 //         vectors, one block-table lookup per key; keys outside the range
@@ -448,15 +448,15 @@ MLAGEN_DEVICE void decode_simt(const mlagen_paged_decode_params &p, int item_ind
 // (movmatrix). With 4 q rows a block (Llama-3's 32 / 8 heads) that is half
 // the mmas, and half O's registers, of q as the rows padded to 16; the
 // registers let an fp8 kernel up to d128 run four blocks an SM
-// (kBlocksPerSM), which its latency-bound warps need. K/V tiles go global -> shared with
-// cp.async, kStages deep. An fp8 cache (sm_90a) stays fp8 in the stages
-// (half the bytes, so more stages fit); ldmatrix reads the raw bytes as
-// 16-bit pairs and cvt.rn.f16x2.e4m3x2 widens the fragments in registers
-// (exact), so QK and PV run in fp16, q rounded to fp16, and the scales
-// multiply the logit scale and the final normalisation. The raw fragments
-// hold other columns than fp16 ones would: q's columns are stored permuted
-// to match K's (`fp8_q_column`), and O^T's rows come out permuted
-// (`o_dim`, undone when the warps merge). Each warp owns a quarter of
+// (kBlocksPerSM), which its latency-bound warps need. K/V tiles go
+// global -> shared with cp.async, kStages deep. An fp8 cache (sm_90a)
+// stays fp8 in the stages (half the bytes, so more stages fit); ldmatrix
+// reads the raw bytes as 16-bit pairs and cvt.rn.f16x2.e4m3x2 widens the
+// fragments in registers (exact), so QK and PV run in fp16, q rounded to
+// fp16, and the scales multiply the logit scale and the final
+// normalisation. The raw fragments hold other columns than fp16 ones
+// would: q's columns are stored permuted to match K's (`fp8_q_column`),
+// and O^T's rows come out permuted (`o_dim`, undone when the warps merge). Each warp owns a quarter of
 // every tile's keys with its own online-softmax state (FlashDecoding's
 // split within the block) and copies those keys itself, so the warps never
 // wait for each other inside the key loop: a warp keeps (kStages - 1) of
@@ -467,7 +467,9 @@ namespace mma {
 constexpr int kWarps = kThreads / 32;
 constexpr int kWarpKeys = kTileK / kWarps;       // keys per warp per tile
 constexpr int kKeySteps = kWarpKeys / 16;        // 16-key mma steps (the mma's rows)
-constexpr int kDimSteps = kHeadDim / 16;         // QK k-steps, PV m-tiles of O^T
+// QK k-steps, PV m-tiles of O^T; at least 1 so that the body still compiles
+// (unused) for heads under 16, which take the CUDA-core kernel.
+constexpr int kDimSteps = kHeadDim >= 16 ? kHeadDim / 16 : 1;
 constexpr int kNTiles = (kRowsPerBlock + 7) / 8; // the mma's n: 8 q rows a tile
 constexpr int kPitch = kHeadDim * 2 + 16;        // bytes of a 16-bit row: 8 ldmatrix rows hit 8 bank groups
 // A staged cache row: rows of a multiple of 128 bytes stay unpadded, the
@@ -640,7 +642,7 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
   const int m8 = lane / 8, r8 = lane % 8;
   const u32 k_lane = ((m8 % 2) * 8 + r8) * kCachePitch;
   const u32 v_lane = ((m8 / 2) * 8 + r8) * kCachePitch;
-  const int k_chunk = m8 / 2, v_chunk = kCacheFP8 ? m8 / 2 : m8 % 2;
+  const int k_chunk = m8 / 2, v_chunk = m8 % 2;
   const u32 q_lane = smem_base + kMmaQOffset + r8 * kPitch + (m8 % 2) * 16;
   u32 q_frag[kQInRegisters ? kDimSteps : 1][kNTiles][2];
   if (kQInRegisters) {
@@ -830,7 +832,7 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
 #pragma unroll
         for (int dd = 0; dd < kDimSteps / 2; ++dd) {
           u32 raw[4], even[4], odd[4];
-          nv::ldmatrix_x4_trans(raw, v_tile + tile_row * kCachePitch + k_lane + chunk_at(r8, 2 * dd + v_chunk));
+          nv::ldmatrix_x4_trans(raw, v_tile + tile_row * kCachePitch + k_lane + chunk_at(r8, 2 * dd + k_chunk));
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
             const int a = (i % 2) * 2 + i / 2; // A register: rows g + 8 (i / 2), keys + 8 (i % 2)
@@ -939,8 +941,9 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
 } // namespace paged_decode
 } // namespace mlagen
 
-// NVIDIA: registers for kBlocksPerSM blocks an SM (the decode planner counts
-// on them). CDNA's prelude takes the thread count alone.
+// NVIDIA: registers for kBlocksPerSM blocks an SM (the code object states
+// them and the decode planner counts no more). CDNA's prelude takes the
+// thread count alone.
 #if MLAGEN_TARGET_NVIDIA
 #define MLAGEN_PAGED_DECODE_BOUNDS __launch_bounds__(mlagen_config::kThreads, mlagen_config::kBlocksPerSM)
 #else

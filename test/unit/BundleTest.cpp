@@ -159,7 +159,8 @@ TEST_CASE("a bundle records what loading it needs", "[bundle]") {
         readBytes(dir.path() + "/manifest.json"));
 }
 
-TEST_CASE("a manifest records cluster_parts, 1 where an older one lacks it",
+TEST_CASE("a manifest records cluster_parts and blocks_per_sm, 1 and 0 "
+          "where an older one lacks them",
           "[bundle]") {
   BundleManifest manifest;
   manifest.producer = bundleProducer();
@@ -180,6 +181,7 @@ TEST_CASE("a manifest records cluster_parts, 1 where an older one lacks it",
   code.tileK = 64;
   code.paddedHeads = 16;
   code.clusterParts = 2;
+  code.blocksPerSM = 3;
   code.extraEntries = {{"mlagen_decode_reduce", 256, 0, 2}};
   code.cacheKey = hash128("key").hex();
   code.generatorIdentity = "gen/1";
@@ -187,21 +189,34 @@ TEST_CASE("a manifest records cluster_parts, 1 where an older one lacks it",
   code.compilerFlags = "-arch";
   manifest.kernels.push_back(record);
   const std::string text = encodeBundleManifest(manifest);
-  CHECK_THAT(text, Catch::Contains("\"cluster_parts\": 2"));
+  CHECK_THAT(text, Catch::Contains("\"cluster_parts\": 2") &&
+                       Catch::Contains("\"blocks_per_sm\": 3"));
 
   BundleManifest decoded;
   REQUIRE(decodeBundleManifest(text, decoded));
   REQUIRE(decoded.kernels.size() == 1);
   CHECK(decoded.kernels[0].code.clusterParts == 2);
+  CHECK(decoded.kernels[0].code.blocksPerSM == 3);
   CHECK(encodeBundleManifest(decoded) == text);
 
-  // Written before the key existed: no kernel merged in a cluster.
+  // Written before the keys existed: no kernel merged in a cluster, and
+  // none stated its blocks an SM.
   nlohmann::json old = nlohmann::json::parse(text);
   old["kernels"][0].erase("cluster_parts");
+  old["kernels"][0].erase("blocks_per_sm");
   decoded = {};
   REQUIRE(decodeBundleManifest(old.dump(), decoded));
   REQUIRE(decoded.kernels.size() == 1);
   CHECK(decoded.kernels[0].code.clusterParts == 1);
+  CHECK(decoded.kernels[0].code.blocksPerSM == 0);
+  for (nlohmann::json bad : {nlohmann::json(-1), nlohmann::json(33)}) {
+    nlohmann::json edited = nlohmann::json::parse(text);
+    edited["kernels"][0]["blocks_per_sm"] = bad;
+    Status status = decodeBundleManifest(edited.dump(), decoded);
+    CHECK(status.code() == StatusCode::InvalidArgument);
+    CHECK_THAT(status.message(),
+               Catch::StartsWith("kernels[0].blocks_per_sm must be "));
+  }
 
   // Present, it is held to its range and type like any field.
   for (nlohmann::json bad :

@@ -14,10 +14,10 @@ TEST_CASE("a cache key is a stable function of its inputs", "[cache-key]") {
       computeCacheKey(sig, "mlir-generator/templates=abc123", "nvrtc 13.0",
                       "--gpu-architecture=sm_90a -std=c++17 -default-device");
   // A change here invalidates every cache on disk: bump kCacheFormatVersion.
-  CHECK(key == "4965e088f784cce0a448940c7d62ee0b");
-  CHECK(computeSignatureKey(sig) == "96b22dee05126976d5b142cb7b7982a7");
+  CHECK(key == "ca3c2b13e7fa41706516caa614b2424d");
+  CHECK(computeSignatureKey(sig) == "2a16a992577fa32a2558a0be1b897154");
   // v3 added alibi= to prefill's canonical text, v4 to paged_decode's, v5
-  // clusterParts to the entry; the version is keyed too.
+  // clusterParts to the entry, v6 blocksPerSM; the version is keyed too.
   CHECK(computeSignatureKey(sig, 3) != computeSignatureKey(sig));
   CHECK(hash128("").hex() == "99aa06d3014798d86001c324468d497f");
 }
@@ -48,6 +48,7 @@ TEST_CASE("a cache entry round-trips", "[cache-key]") {
   code.tileK = 64;
   code.paddedHeads = 16;
   code.clusterParts = 2;
+  code.blocksPerSM = 4;
   code.extraEntries = {{"mlagen_decode_reduce", 256, 1024, 16}};
   code.generatorIdentity = "gen/1";
   code.compilerIdentity = "clang 22";
@@ -69,6 +70,7 @@ TEST_CASE("a cache entry round-trips", "[cache-key]") {
   CHECK(decoded.tileK == 64);
   CHECK(decoded.paddedHeads == 16);
   CHECK(decoded.clusterParts == 2);
+  CHECK(decoded.blocksPerSM == 4);
   CHECK(decoded.extraEntries == code.extraEntries);
   CHECK(decoded.generatorIdentity == "gen/1");
   CHECK(decoded.compilerIdentity == "clang 22");
@@ -138,5 +140,13 @@ TEST_CASE("a damaged cache entry is detected", "[cache-key]") {
                                  signature, why));
     CHECK(why ==
           "cluster parts " + std::to_string(clusterParts) + " not in [1, 8]");
+  }
+  for (int blocksPerSM : {-1, 33}) {
+    CodeObject odd = code;
+    odd.blocksPerSM = blocksPerSM;
+    CHECK_FALSE(decodeCacheEntry(encodeCacheEntry(odd, "sig"), decoded,
+                                 signature, why));
+    CHECK(why ==
+          "blocks per SM " + std::to_string(blocksPerSM) + " not in [0, 32]");
   }
 }

@@ -250,6 +250,24 @@ TEST_CASE("a wave holds as many NVIDIA blocks as shared memory allows",
   CHECK(summary.numWork > 132);
 }
 
+TEST_CASE("a wave holds no more blocks than the kernel's launch bounds",
+          "[decode-plan]") {
+  // Paged decode's 16-row fp8 blocks (70400 bytes) would fit three times
+  // by shared memory, but their registers leave room for two: the code
+  // object says so. Small blocks stop at 4 an SM, or what they state.
+  CodeObject code = decodeCode();
+  code.sharedBytes = 70400;
+  Signature sig = decodeSignature();
+  CHECK(makePlanner(sig, code, {64, 132}).sizes().workCapacity == 64 + 396);
+  code.blocksPerSM = 2;
+  CHECK(makePlanner(sig, code, {64, 132}).sizes().workCapacity == 64 + 264);
+  code.sharedBytes = 20000;
+  code.blocksPerSM = 0;
+  CHECK(makePlanner(sig, code, {64, 132}).sizes().workCapacity == 64 + 528);
+  code.blocksPerSM = 3;
+  CHECK(makePlanner(sig, code, {64, 132}).sizes().workCapacity == 64 + 396);
+}
+
 TEST_CASE("blocks fill whole waves rather than spill into a new one",
           "[decode-plan]") {
   DecodePlanner planner =

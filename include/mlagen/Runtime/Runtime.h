@@ -79,6 +79,9 @@ struct CodeObject {
   int paddedHeads = 0;
   // Decode only: chunks of one request merged inside a cluster (1 = none).
   int clusterParts = 1;
+  // Decode: blocks an SM holds, as the kernel's launch bounds promise (0:
+  // not stated; the planner then counts what shared memory allows).
+  int blocksPerSM = 0;
   std::vector<KernelEntry> extraEntries;
   std::string cacheKey; // 32 hex digits: XXH3-128 of signature, generator,
                         // compiler and flags; names the disk entry

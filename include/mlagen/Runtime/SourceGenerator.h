@@ -42,6 +42,8 @@ struct GeneratedKernel {
   // Decode: the most key chunks of one request the kernel merges inside a
   // thread-block cluster instead of through the reduce; 1 merges none.
   int clusterParts = 1;
+  // Decode: blocks an SM holds, as the launch bounds promise (0: not stated).
+  int blocksPerSM = 0;
   std::vector<KernelEntry> extraEntries;
 };
 

@@ -311,7 +311,8 @@ int32_t PagedDecodeOp::getBlocksPerSM() {
     return 1;
   // The fp8 kernel is bound by its warps' latency more than by bytes in
   // flight: four blocks of 2 stages beat two of 4 (H200, Llama-3-8B heads:
-  // B64 S4096 158 -> 151 us, B128 305 -> 290; bench/notes/paged-decode.md).
+  // B64 S4096 158 -> 148 us, B128 305 -> 278), and unpadded rows give the
+  // four 3 stages (141 and 264 us; bench/notes/paged-decode.md).
   // Up to d128, 8 rows a block (one n-tile of the mma) and 64-key tiles it
   // fits the 128 registers that four blocks leave (128-key tiles spilled).
   // 16-bit caches are bound by bytes in flight: two blocks of 3 stages beat
