@@ -133,20 +133,19 @@ TEST_CASE("a damaged cache entry is detected", "[cache-key]") {
   }
 
   // Intact bytes of an impossible value, as another build might write.
-  for (int clusterParts : {0, 9}) {
-    CodeObject odd = code;
-    odd.clusterParts = clusterParts;
-    CHECK_FALSE(decodeCacheEntry(encodeCacheEntry(odd, "sig"), decoded,
+  struct Odd {
+    int CodeObject::*field;
+    int value;
+    const char *why;
+  };
+  for (const Odd &odd : {Odd{&CodeObject::clusterParts, 0, "cluster parts 0 not in [1, 8]"},
+                         Odd{&CodeObject::clusterParts, 9, "cluster parts 9 not in [1, 8]"},
+                         Odd{&CodeObject::blocksPerSM, -1, "blocks per SM -1 not in [0, 32]"},
+                         Odd{&CodeObject::blocksPerSM, 33, "blocks per SM 33 not in [0, 32]"}}) {
+    CodeObject bad = code;
+    bad.*odd.field = odd.value;
+    CHECK_FALSE(decodeCacheEntry(encodeCacheEntry(bad, "sig"), decoded,
                                  signature, why));
-    CHECK(why ==
-          "cluster parts " + std::to_string(clusterParts) + " not in [1, 8]");
-  }
-  for (int blocksPerSM : {-1, 33}) {
-    CodeObject odd = code;
-    odd.blocksPerSM = blocksPerSM;
-    CHECK_FALSE(decodeCacheEntry(encodeCacheEntry(odd, "sig"), decoded,
-                                 signature, why));
-    CHECK(why ==
-          "blocks per SM " + std::to_string(blocksPerSM) + " not in [0, 32]");
+    CHECK(why == odd.why);
   }
 }
