@@ -58,7 +58,8 @@ int64_t blocksPerSM(const Signature &sig, const CodeObject &code) {
     perSM = 167936;
   if (perSM == 0 || code.sharedBytes <= 0)
     return 1;
-  const int64_t limit = code.blocksPerSM > 0 ? std::min(code.blocksPerSM, 4) : 4;
+  const int64_t limit =
+      code.blocksPerSM > 0 ? std::min(code.blocksPerSM, 4) : 4;
   return std::clamp<int64_t>(perSM / (code.sharedBytes + 1024), 1, limit);
 }
 

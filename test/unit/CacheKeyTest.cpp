@@ -138,10 +138,11 @@ TEST_CASE("a damaged cache entry is detected", "[cache-key]") {
     int value;
     const char *why;
   };
-  for (const Odd &odd : {Odd{&CodeObject::clusterParts, 0, "cluster parts 0 not in [1, 8]"},
-                         Odd{&CodeObject::clusterParts, 9, "cluster parts 9 not in [1, 8]"},
-                         Odd{&CodeObject::blocksPerSM, -1, "blocks per SM -1 not in [0, 32]"},
-                         Odd{&CodeObject::blocksPerSM, 33, "blocks per SM 33 not in [0, 32]"}}) {
+  for (const Odd &odd :
+       {Odd{&CodeObject::clusterParts, 0, "cluster parts 0 not in [1, 8]"},
+        Odd{&CodeObject::clusterParts, 9, "cluster parts 9 not in [1, 8]"},
+        Odd{&CodeObject::blocksPerSM, -1, "blocks per SM -1 not in [0, 32]"},
+        Odd{&CodeObject::blocksPerSM, 33, "blocks per SM 33 not in [0, 32]"}}) {
     CodeObject bad = code;
     bad.*odd.field = odd.value;
     CHECK_FALSE(decodeCacheEntry(encodeCacheEntry(bad, "sig"), decoded,

@@ -337,7 +337,8 @@ int32_t PagedDecodeOp::getStages() {
   // shared memory (sm_90a 228 KB, sm_80 164 KB; 1 KB reserved a block,
   // beside q and the stats), 2 to 4.
   int64_t perSM = *getArch() == Arch::SM90A ? 233472 : 167936;
-  int64_t budget = perSM / getBlocksPerSM() - 1024 - 512 - 16 * (2 * getHeadDim() + 16);
+  int64_t q = 16 * (2 * getHeadDim() + 16); // q rows, 16-bit
+  int64_t budget = perSM / getBlocksPerSM() - 1024 - 512 - q;
   int64_t stage = 2 * int64_t(getTileK()) * getCachePitch();
   return static_cast<int32_t>(std::clamp<int64_t>(budget / stage, 2, 4));
 }
