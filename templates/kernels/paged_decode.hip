@@ -471,7 +471,7 @@ constexpr int kKeySteps = kWarpKeys / 16;        // 16-key mma steps (the mma's 
 // (unused) for heads under 16, which take the CUDA-core kernel.
 constexpr int kDimSteps = kHeadDim >= 16 ? kHeadDim / 16 : 1;
 constexpr int kNTiles = (kRowsPerBlock + 7) / 8; // the mma's n: 8 q rows a tile
-constexpr int kPitch = kHeadDim * 2 + 16;        // bytes of a 16-bit row: 8 ldmatrix rows hit 8 bank groups
+constexpr int kPitch = kHeadDim * 2 + 16;        // bytes of a q row (16-bit): 8 ldmatrix rows hit 8 bank groups
 // A staged cache row: rows of a multiple of 128 bytes stay unpadded, the
 // 16-byte chunk c of row r stored at chunk c ^ (r % 8) of its 128 bytes
 // (`chunk_at`), others take 16 bytes of padding; either way the 8 rows of
@@ -644,13 +644,14 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
   const u32 v_lane = ((m8 / 2) * 8 + r8) * kCachePitch;
   const int k_chunk = m8 / 2, v_chunk = m8 % 2;
   const u32 q_lane = smem_base + kMmaQOffset + r8 * kPitch + (m8 % 2) * 16;
+  auto q_at = [&](int d, int nt) { return q_lane + nt * 8 * kPitch + d * 32; };
   u32 q_frag[kQInRegisters ? kDimSteps : 1][kNTiles][2];
   if (kQInRegisters) {
 #pragma unroll
     for (int d = 0; d < (kQInRegisters ? kDimSteps : 0); ++d)
 #pragma unroll
       for (int nt = 0; nt < kNTiles; ++nt)
-        nv::ldmatrix_x2(q_frag[kQInRegisters ? d : 0][nt], q_lane + nt * 8 * kPitch + d * 32);
+        nv::ldmatrix_x2(q_frag[kQInRegisters ? d : 0][nt], q_at(d, nt));
   }
   // The B fragment of q for k-step d and n-tile nt.
   auto q_step = [&](int d, int nt, u32(&qb)[2]) {
@@ -658,7 +659,7 @@ MLAGEN_DEVICE void decode_mma(const mlagen_paged_decode_params &p, int item_inde
       qb[0] = q_frag[kQInRegisters ? d : 0][nt][0];
       qb[1] = q_frag[kQInRegisters ? d : 0][nt][1];
     } else {
-      nv::ldmatrix_x2(qb, q_lane + nt * 8 * kPitch + d * 32);
+      nv::ldmatrix_x2(qb, q_at(d, nt));
     }
   };
 

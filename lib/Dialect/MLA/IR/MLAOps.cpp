@@ -330,15 +330,21 @@ int32_t PagedDecodeOp::getCachePitch() {
   return bytes % 128 == 0 ? bytes : bytes + 16;
 }
 
+// The matrix-core kernel's shared memory beside its stages: 128 floats of
+// per-warp stats, and q as 16 fp16/bf16 rows (the block's rows, zero past
+// them).
+static int32_t statsAndQBytes(PagedDecodeOp op) {
+  return 512 + 16 * (2 * op.getHeadDim() + 16);
+}
+
 int32_t PagedDecodeOp::getStages() {
   if (!usesMatrixCores())
     return 1;
   // As many K/V tiles as getBlocksPerSM blocks leave room for in an SM's
   // shared memory (sm_90a 228 KB, sm_80 164 KB; 1 KB reserved a block,
-  // beside q and the stats), 2 to 4.
+  // beside the stats and q), 2 to 4.
   int64_t perSM = *getArch() == Arch::SM90A ? 233472 : 167936;
-  int64_t q = 16 * (2 * getHeadDim() + 16); // q rows, 16-bit
-  int64_t budget = perSM / getBlocksPerSM() - 1024 - 512 - q;
+  int64_t budget = perSM / getBlocksPerSM() - 1024 - statsAndQBytes(*this);
   int64_t stage = 2 * int64_t(getTileK()) * getCachePitch();
   return static_cast<int32_t>(std::clamp<int64_t>(budget / stage, 2, 4));
 }
@@ -353,11 +359,10 @@ int32_t PagedDecodeOp::getRowsPerBlock() {
 
 int32_t PagedDecodeOp::getSharedBytes() {
   if (usesMatrixCores()) {
-    // kStages K/V tiles of staged cache rows (getCachePitch), 128 floats of
-    // per-warp stats, and q as 16 fp16/bf16 rows (the block's rows, zero
-    // past them).
-    int32_t pitch = 2 * getHeadDim() + 16;
-    return getStages() * 2 * getTileK() * getCachePitch() + 512 + 16 * pitch;
+    // kStages K/V tiles of staged cache rows (getCachePitch), then the
+    // stats and q.
+    return getStages() * 2 * getTileK() * getCachePitch() +
+           statsAndQBytes(*this);
   }
   // The template's layout: K and V tiles of rows padded by 16 bytes, fp32
   // scores [rows][tile_k + 4], fp32 q [rows][pad + 4], 32 floats of stats.
