@@ -1128,11 +1128,13 @@ MLAGEN_DEVICE void produce_bulk(const Job &job, const PagedCache &cache, const v
       parity ^= 1u << st;
     }
     if (whole) {
-      if (lane == 0)
+      if (lane == 0) {
+        const unsigned long long policy = nv::l2_evict_first_policy();
         for (int s = s_begin; s < s_end; ++s) {
           sm90::mbarrier_arrive_expect_tx(lay.full(it % kStages, s), kSlabBytes);
-          sm90::tma_load_3d(dst + s * kSlabBytes, kv_map, 64 * s, 0, page, lay.full(it % kStages, s), nv::l2_evict_first_policy());
+          sm90::tma_load_3d(dst + s * kSlabBytes, kv_map, 64 * s, 0, page, lay.full(it % kStages, s), policy);
         }
+      }
     } else {
       const int chunk = lane % 8;
       for (int r = lane / 8; r < kTileK; r += 4) {
@@ -2135,6 +2137,8 @@ MLAGEN_DEVICE void consume_fp8(const Job &job, const void *q, long long q_token_
 //   consumer 1: softmax of b (from m_a) -> alpha_b; stores P_b into the P
 //     buffer; O_R = O_R alpha_a alpha_b + P_b V_b[R] + (P_a alpha_b) V_a[R];
 //     issues S of b + 2.
+// (That is the order for 16-bit caches; an fp8 cache's is below,
+// kUnscaledPa.)
 // One consumer's softmax runs while the other's products keep the tensor
 // cores busy, half the products take P from registers, and a row's 64 keys
 // sit in one quad of lanes (no cross-warp maxima). Consumer 0 frees the
@@ -2341,9 +2345,10 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
       return;
     }
     const u32 dst = lay.stage(it);
+    const unsigned long long policy = nv::l2_evict_first_policy();
     for (int sl = half == 0 ? 0 : 4; sl < (half == 0 ? 4 : kSlabs); ++sl) {
       sm90::mbarrier_arrive_expect_tx(lay.full(it % kStages, sl), kSlabBytes);
-      sm90::tma_load_3d(dst + sl * kSlabBytes, kv_map, 64 * sl, 0, page, lay.full(it % kStages, sl), nv::l2_evict_first_policy());
+      sm90::tma_load_3d(dst + sl * kSlabBytes, kv_map, 64 * sl, 0, page, lay.full(it % kStages, sl), policy);
     }
   };
 
@@ -2496,24 +2501,26 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
       sm90::wgmma_commit();
       sm90::wgmma_wait<0>(); // P_a V_a[R] done
       sm90::fence_array(o);
-      if (has_b)
+      if (has_b || kFewKeys) // (one-tile items have no b)
         free_half(a, 1, pages[0]);
+      if (!kFewKeys) {
 #pragma unroll
-      for (int r = 0; r < 2; ++r)
-        sum[r] = sum[r] * alpha_b[r] + tile_sum[r];
-      rescale(alpha_b);
-      sm90::fence_array(o);
-      sm90::fence_array(p);
-      sm90::wgmma_fence();
-      pv_registers(has_b ? b : a); // without b, P is zero: adds nothing
-      sm90::wgmma_commit();
-      sm90::wgmma_wait<0>();
-      sm90::fence_array(o);
-      sm90::fence_array(p);
-      if (has_b)
-        free_half(b, 1, pages[1]);
-      else
-        free_half(a, 1, pages[0]);
+        for (int r = 0; r < 2; ++r)
+          sum[r] = sum[r] * alpha_b[r] + tile_sum[r];
+        rescale(alpha_b);
+        sm90::fence_array(o);
+        sm90::fence_array(p);
+        sm90::wgmma_fence();
+        pv_registers(has_b ? b : a); // without b, P is zero: adds nothing
+        sm90::wgmma_commit();
+        sm90::wgmma_wait<0>();
+        sm90::fence_array(o);
+        sm90::fence_array(p);
+        if (has_b)
+          free_half(b, 1, pages[1]);
+        else
+          free_half(a, 1, pages[0]);
+      }
       if (b + 2 < num_tiles)
         issue_s(b + 2, nothing);
     } else {
