@@ -2352,6 +2352,42 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
     }
   };
 
+  // Consumer 0: P_a (times `scale`) into slab 8 of a's stage, for
+  // consumer 1.
+  auto store_pa = [&](int a, const float (&scale)[2]) {
+    store_rows_p<kFewKeys>(lay.stage(a) + 8 * kSlabBytes, lay.residue(), s, scale, row0, quad);
+    sm90::fence_proxy_async(); // P_a is read by wgmma (the async proxy)
+    sm90::split_barrier_arrive(kBarPa, kConsumerThreads);
+  };
+  // Consumer 1, once S_b is done: consumer 0's row maxima and rescale
+  // factors of tile a.
+  auto take_alpha_a = [&](float (&max_a)[2], float (&alpha_a)[2]) {
+    sm90::split_barrier_sync(kBarScale0, kConsumerThreads);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      max_a[r] = s_max[row0 + 8 * r];
+      alpha_a[r] = s_alpha0[row0 + 8 * r];
+    }
+  };
+  // Consumer 1: softmax of tile b, its maxima and rescale factors
+  // published, P_b (unscaled) stored for consumer 0.
+  auto publish_b = [&](int b, const float (&max_a)[2], float (&alpha_b)[2], float (&tile_sum)[2]) {
+    float max_b[2];
+    softmax(b, max_a, max_b, alpha_b, tile_sum);
+    if (quad == 0) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        s_max[row0 + 8 * r] = max_b[r];
+        s_alpha1[row0 + 8 * r] = alpha_b[r];
+      }
+    }
+    sm90::split_barrier_arrive(kBarScale1, kConsumerThreads);
+    const float one[2] = {1.0f, 1.0f};
+    store_rows_p<false>(lay.p, 0, s, one, row0, quad);
+    sm90::fence_proxy_async();
+    sm90::split_barrier_arrive(kBarPb, kConsumerThreads);
+  };
+
   if (num_tiles > 0) {
     sm90::mbarrier_wait(lay.q_full(), 0);
     if (consumer < num_tiles)
@@ -2400,11 +2436,9 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
         pv_registers(a);
         sm90::wgmma_commit();
       }
-      if (kUnscaledPa) { // P_a for consumer 1, unscaled
+      if (kUnscaledPa) {
         const float one[2] = {1.0f, 1.0f};
-        store_rows_p<kFewKeys>(lay.stage(a) + 8 * kSlabBytes, lay.residue(), s, one, row0, quad);
-        sm90::fence_proxy_async(); // P_a is read by wgmma (the async proxy)
-        sm90::split_barrier_arrive(kBarPa, kConsumerThreads);
+        store_pa(a, one);
       }
       float alpha_b[2] = {1.0f, 1.0f};
       // Tile a's low half is free once P_a V_a[L] is done: free it before
@@ -2419,11 +2453,8 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
         for (int r = 0; r < 2; ++r)
           alpha_b[r] = s_alpha1[row0 + 8 * r];
       }
-      if (!kUnscaledPa) {
-        store_rows_p<kFewKeys>(lay.stage(a) + 8 * kSlabBytes, lay.residue(), s, alpha_b, row0, quad);
-        sm90::fence_proxy_async(); // P_a is read by wgmma (the async proxy)
-        sm90::split_barrier_arrive(kBarPa, kConsumerThreads);
-      }
+      if (!kUnscaledPa)
+        store_pa(a, alpha_b);
       if (has_b) {
 #pragma unroll
         for (int r = 0; r < 2; ++r)
@@ -2458,28 +2489,10 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
       float max_a[2], alpha_a[2];
       sm90::wgmma_wait<0>(); // S_b (none pending without b)
       sm90::fence_array(s);
-      sm90::split_barrier_sync(kBarScale0, kConsumerThreads);
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        max_a[r] = s_max[row0 + 8 * r];
-        alpha_a[r] = s_alpha0[row0 + 8 * r];
-      }
+      take_alpha_a(max_a, alpha_a);
       float alpha_b[2] = {1.0f, 1.0f}, tile_sum[2] = {0.0f, 0.0f};
       if (has_b) {
-        float max_b[2];
-        softmax(b, max_a, max_b, alpha_b, tile_sum);
-        if (quad == 0) {
-#pragma unroll
-          for (int r = 0; r < 2; ++r) {
-            s_max[row0 + 8 * r] = max_b[r];
-            s_alpha1[row0 + 8 * r] = alpha_b[r];
-          }
-        }
-        sm90::split_barrier_arrive(kBarScale1, kConsumerThreads);
-        const float one[2] = {1.0f, 1.0f};
-        store_rows_p<false>(lay.p, 0, s, one, row0, quad);
-        sm90::fence_proxy_async();
-        sm90::split_barrier_arrive(kBarPb, kConsumerThreads);
+        publish_b(b, max_a, alpha_b, tile_sum);
         pack_rows_p<false>(p, s);
       } else {
 #pragma unroll
@@ -2527,27 +2540,10 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
       float max_a[2], alpha_a[2];
       sm90::wgmma_wait<0>(); // S_b (none pending without b)
       sm90::fence_array(s);
-      sm90::split_barrier_sync(kBarScale0, kConsumerThreads);
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        max_a[r] = s_max[row0 + 8 * r];
-        alpha_a[r] = s_alpha0[row0 + 8 * r];
-      }
+      take_alpha_a(max_a, alpha_a);
       if (has_b) {
-        float max_b[2], alpha_b[2], tile_sum[2];
-        softmax(b, max_a, max_b, alpha_b, tile_sum);
-        if (quad == 0) {
-#pragma unroll
-          for (int r = 0; r < 2; ++r) {
-            s_max[row0 + 8 * r] = max_b[r];
-            s_alpha1[row0 + 8 * r] = alpha_b[r];
-          }
-        }
-        sm90::split_barrier_arrive(kBarScale1, kConsumerThreads);
-        const float one[2] = {1.0f, 1.0f};
-        store_rows_p<false>(lay.p, 0, s, one, row0, quad);
-        sm90::fence_proxy_async();
-        sm90::split_barrier_arrive(kBarPb, kConsumerThreads);
+        float alpha_b[2], tile_sum[2];
+        publish_b(b, max_a, alpha_b, tile_sum);
         float alpha[2];
 #pragma unroll
         for (int r = 0; r < 2; ++r) {
