@@ -28,6 +28,27 @@ mla.prefill @sm_90a_d64_capped qk_head_dim = 64, v_head_dim = 64, q_heads = 32, 
 
 // -----
 
+// sm_90a, head dim 64 in bf16 without soft cap or window: three consumer
+// warpgroups of 160 registers (192 rows, 16 warps). With a window, or fp16
+// (P's rounding residues), they spill: two, as for wider heads.
+// CHECK-LABEL: mla.prefill @sm_90a_d64
+//  CHECK-SAME:   tiling = <tile_q = 192, tile_k = 128, warps = 16, wave_size = 32, stages = 2, mma_m = 64, mma_n = 64, mma_k = 16>,
+// CHECK-LABEL: mla.prefill @sm_90a_d64_pinned_128
+//  CHECK-SAME:   tiling = <tile_q = 128, tile_k = 128, warps = 12,
+// CHECK-LABEL: mla.prefill @sm_90a_d64_window
+//  CHECK-SAME:   tiling = <tile_q = 128, tile_k = 128, warps = 12,
+// CHECK-LABEL: mla.prefill @sm_90a_d64_fp16
+//  CHECK-SAME:   tiling = <tile_q = 128, tile_k = 128, warps = 12,
+// CHECK-LABEL: mla.prefill @sm_90a_d128
+//  CHECK-SAME:   tiling = <tile_q = 128, tile_k = 128, warps = 12,
+mla.prefill @sm_90a_d64 qk_head_dim = 64, v_head_dim = 64, q_heads = 32, kv_heads = 8, mask = causal, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+mla.prefill @sm_90a_d64_pinned_128 qk_head_dim = 64, v_head_dim = 64, q_heads = 32, kv_heads = 8, mask = causal, tile_q = 128, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+mla.prefill @sm_90a_d64_window qk_head_dim = 64, v_head_dim = 64, q_heads = 32, kv_heads = 8, mask = causal, window = <left = 4095, right = 0>, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+mla.prefill @sm_90a_d64_fp16 qk_head_dim = 64, v_head_dim = 64, q_heads = 32, kv_heads = 8, mask = causal, arch = sm_90a, q_type = f16, kv_type = f16, out_type = f16, layout = varlen
+mla.prefill @sm_90a_d128 qk_head_dim = 128, v_head_dim = 128, q_heads = 32, kv_heads = 8, mask = causal, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+
+// -----
+
 // Too big for shared memory: give up the second stage, then halve tile_k,
 // then tile_q, until it fits.
 // sm_90a, 576/512: the wide V rules out the wgmma kernel; for mma.sync one

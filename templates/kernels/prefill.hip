@@ -455,8 +455,8 @@ using sm90::u64;
 
 // Checked only when this kernel is the one selected (kWarpSpecialized).
 constexpr int kConsumers = kTileQ / 64;
-static_assert(!kWarpSpecialized || kConsumers == 1 || kConsumers == 2,
-              "sm_90a wgmma: one or two consumer warpgroups of 64 query rows");
+static_assert(!kWarpSpecialized || (kConsumers >= 1 && kConsumers <= 3),
+              "sm_90a wgmma: one to three consumer warpgroups of 64 query rows");
 static_assert(!kWarpSpecialized || kHeadDimQK % 64 == 0 && kHeadDimV % 64 == 0,
               "sm_90a wgmma: head dims are whole 64-element (128-byte) swizzle rows");
 static_assert(!kWarpSpecialized || kTileK == 64 || kTileK == 96 || kTileK == 128,
@@ -466,12 +466,13 @@ static_assert(!kWarpSpecialized || kHeadDimV <= 256,
 // S of tile j is issued while P V of tile j - 1 still reads its V buffer.
 static_assert(!kWarpSpecialized || kStages >= 2, "sm_90a wgmma: at least two K/V stages");
 
-// Two consumers take turns issuing their matrix products (turn_begin).
-constexpr bool kPingPong = kConsumers == 2;
+// Two or three consumers take turns issuing their matrix products (turn_begin).
+constexpr bool kPingPong = kConsumers >= 2;
 // Register budgets (the producer gives its share to the consumers):
-// 128 * 24 + 256 * 240 <= 64K. The producer's loop needs few.
+// 128 * 24 + 256 * 240 <= 64K, or 128 * 24 + 384 * 160 with three
+// consumers. The producer's loop needs few.
 constexpr int kProducerRegs = 24;
-constexpr int kConsumerRegs = 240;
+constexpr int kConsumerRegs = kConsumers == 3 ? 160 : 240;
 
 // Each tile is stored as 64-column slabs of [rows][64] elements (128-byte
 // rows), slab after slab, every slab 1024-byte aligned.
@@ -491,7 +492,7 @@ constexpr int kPVSteps = kTileK / 16;
 // S, P and O fit in about 208 of the consumers' 240 registers and neither a
 // soft cap nor fp16 rounding residues (few-keys path) need more.
 constexpr bool kQInRegisters =
-    4 * kQKSteps + kTileK / 2 + kTileK / 4 + kHeadDimV / 2 <= 208 && kSoftCap == 0.0f && kInputBF16;
+    4 * kQKSteps + kTileK / 2 + kTileK / 4 + kHeadDimV / 2 <= kConsumerRegs - 32 && kSoftCap == 0.0f && kInputBF16;
 // Rows that see at most this many keys get P's rounding residue (few_keys).
 constexpr int kFewKeys = 128;
 constexpr int kOChunkN = kHeadDimV % 128 == 0 ? 128 : 64; // wgmma N of O += P V
@@ -780,16 +781,17 @@ MLAGEN_DEVICE void pack_p(u32 (&p)[kPVSteps][4], const float (&s)[kTileK / 2]) {
 
 using sm90::fence_array;
 
-// Turn-taking of the two consumers' matrix products (kPingPong): a
-// warpgroup waits for its turn, issues, then hands the turn over. Both
-// warpgroups take the same number of turns (one per tile, plus one).
+// Turn-taking of the consumers' matrix products (kPingPong): a warpgroup
+// waits for its turn (named barrier 1 + wg), issues, then hands the turn
+// to the next in a ring. Every warpgroup takes the same number of turns
+// (one per tile, plus one).
 MLAGEN_DEVICE void turn_begin(int wg) {
   if (kPingPong)
     sm90::named_barrier_sync(1 + wg, 256);
 }
 MLAGEN_DEVICE void turn_end(int wg) {
   if (kPingPong)
-    sm90::named_barrier_arrive(2 - wg, 256);
+    sm90::named_barrier_arrive(1 + (wg + 1) % kConsumers, 256);
 }
 
 // One consumer warpgroup: computes its 64 rows against the block's tiles
@@ -959,7 +961,7 @@ MLAGEN_DEVICE void consume(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem,
     release_v(it);
   }
   if (kPingPong && wg == 0 && num_tiles > 0)
-    sm90::named_barrier_sync(1, 256); // the turn warpgroup 1 handed over last
+    sm90::named_barrier_sync(1, 256); // the turn the last warpgroup handed over
 
   // o[c][4 j + e] = O[row group + 8 (e / 2)][c kOChunkN + 8 j + 2 quad + e % 2]
 #pragma unroll
@@ -1016,7 +1018,7 @@ MLAGEN_DEVICE void attend(const Task &task, const TensorMaps &maps, u16 *smem) {
   block_barrier();
 
   if (warp < 4) {
-    if (kConsumers == 2)
+    if (kConsumers >= 2)
       sm90::setmaxnreg_dec<kProducerRegs>();
     if (num_tiles == 0)
       return;
@@ -1029,11 +1031,11 @@ MLAGEN_DEVICE void attend(const Task &task, const TensorMaps &maps, u16 *smem) {
     sm90::cp_async_wait_all(); // no copies outlive the thread
     return;
   }
-  if (kConsumers == 2)
+  if (kConsumers >= 2)
     sm90::setmaxnreg_inc<kConsumerRegs>();
   const int wg = warp / 4 - 1;
   const int warp_in_wg = warp % 4;
-  if (kPingPong && wg == 1 && num_tiles > 0)
+  if (kPingPong && wg == kConsumers - 1 && num_tiles > 0)
     sm90::named_barrier_arrive(1, 256); // warpgroup 0 takes the first turn
 
   // This warpgroup's rows and the block tiles they see: with turn-taking

@@ -37,16 +37,26 @@ LogicalResult selectTiling(PrefillOp op, std::optional<Arch> defaultArch) {
   MLIRContext *ctx = op.getContext();
   // sm_90a: the warp-specialised wgmma kernel where its rules hold (head
   // dims of whole 128-byte swizzle rows, O in registers, two K/V stages,
-  // one or two consumer warpgroups): tile_k 128, else 64 to fit. Shared
+  // one to three consumer warpgroups): tile_k 128, else 64 to fit. Shared
   // bytes keep the padded formula, an upper bound of what it uses.
   if (*arch == Arch::SM90A && op.getQkHeadDim() % 64 == 0 &&
       op.getVHeadDim() % 64 == 0 && op.getVHeadDim() <= 256 &&
-      (!pinnedTileQ || *pinnedTileQ == 64 || *pinnedTileQ == 128)) {
+      (!pinnedTileQ || *pinnedTileQ == 64 || *pinnedTileQ == 128 ||
+       *pinnedTileQ == 192)) {
     // Head dim 64 with a soft cap and a window spills in two consumer
     // warpgroups' 240 registers (ptxas, CUDA 13); one consumer has 255.
     const bool cappedNarrow = op.getSoftCapValue() > 0.0f &&
                               op.getQkHeadDim() <= 64 && op.getWindowAttr();
-    const int32_t wgTileQ = pinnedTileQ.value_or(cappedNarrow ? 64 : 128);
+    // Head dim 64 otherwise: three consumers of 160 registers (192 rows),
+    // whose products hide more of each other's softmax, which at this
+    // width costs as much as the products (FlashAttention-3 does the same;
+    // H200: 0.86x -> 0.95x cuDNN at B4 S4096). A window spills there, and
+    // so do fp16's rounding residues for rows that see few keys.
+    const bool narrow = op.getQkHeadDim() == 64 && op.getVHeadDim() == 64 &&
+                        op.getSoftCapValue() == 0.0f && !op.getWindowAttr() &&
+                        op.getQType() == DType::BF16;
+    const int32_t wgTileQ =
+        pinnedTileQ.value_or(cappedNarrow ? 64 : narrow ? 192 : 128);
     for (int32_t wgTileK : {128, 64}) {
       if (op.getSharedBytes(wgTileQ, wgTileK, 2) > target.sharedBytesLimit)
         continue;

@@ -1,0 +1,41 @@
+# A/B probe in one library: the sm_90a prefill with each pinned tile_q
+# (TILE_QS, default "128 192"; 0 = the compiler's choice), rounds
+# alternating, cuDNN alongside; narrow-head GQA shapes by default.
+# Run from the repo root: MLAGEN_LIBRARY=carry/libmlagen.so python3 bench/probes/probe_tile_q.py
+import os, sys, torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+sys.path.insert(0, "bench")
+from bench_prefill import bench, flops, mlagen_fn
+import mlagen
+
+rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
+tile_qs = [int(t) for t in os.environ.get("TILE_QS", "128 192").split()]
+# label, lengths, q heads, kv heads, qk dim, v dim, causal
+shapes = [("d64 B4 S4096", [4096] * 4, 32, 8, 64, 64, True),
+          ("d64 B8 S2048", [2048] * 8, 32, 8, 64, 64, True),
+          ("d64 B1 S16384", [16384], 32, 8, 64, 64, True),
+          ("d64 B4 S4096 full", [4096] * 4, 32, 8, 64, 64, False),
+          ("d64 MHA B4 S4096", [4096] * 4, 16, 16, 64, 64, True)]
+only = os.environ.get("ONLY")
+for label, lens, h, hkv, dqk, dv, causal in shapes:
+    if only and label not in only.split(","):
+        continue
+    fl = flops(lens, h, causal, dqk, dv)
+    fns = {t: mlagen_fn(rt, "sm_90a", lens, h, causal, dqk, dv, hkv, t) for t in tile_qs}
+    b, n = len(lens), lens[0]
+    q = torch.randn(b, h, n, dqk, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(b, h, n, dqk, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(b, h, n, dv, device="cuda", dtype=torch.bfloat16)
+    def cudnn():
+        with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+            F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    res = {t: [] for t in tile_qs}
+    res["cudnn"] = []
+    for _ in range(int(os.environ.get("ROUNDS", "2"))):
+        for t in tile_qs:
+            res[t].append(fl / bench(fns[t]) / 1e9)
+        res["cudnn"].append(fl / bench(cudnn) / 1e9)
+    print(label, " | ".join(f"{key}: " + ", ".join(f"{x:.1f}" for x in xs) for key, xs in res.items()), flush=True)
+    del q, k, v, fns
+    torch.cuda.empty_cache()
