@@ -137,12 +137,13 @@ bool describePrefillTensorMaps(const Signature &sig, const CodeObject &code,
                                const PrefillLaunch &launch,
                                TensorMapRequest &k, TensorMapRequest &v) {
   // The warp-specialised kernel: a producer warpgroup plus one consumer
-  // warpgroup per 64 query rows (templates/CONTRACT.md), 64-column slabs.
+  // warpgroup per 64 query rows (templates/CONTRACT.md), 64-column slabs;
+  // a box past a head dim that is not a multiple of 64 is zero-filled.
   const bool warpSpecialized =
       sig.arch == Arch::SM90A && code.tileQ % 64 == 0 &&
       code.threadsPerBlock == 128 * (code.tileQ / 64 + 1);
   if (!warpSpecialized || code.tileK < 1 || code.tileK > 256 ||
-      sig.headDimQK % 64 != 0 || sig.headDimV % 64 != 0 || args.totalK < 1 ||
+      sig.headDimQK < 64 || sig.headDimV < 64 || args.totalK < 1 ||
       args.totalK > (int64_t(1) << 31))
     return false;
   const PrefillParams &p = launch.params;

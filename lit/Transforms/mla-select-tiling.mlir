@@ -77,17 +77,30 @@ mla.prefill @sm_80_64x512 qk_head_dim = 64, v_head_dim = 512, q_heads = 16, kv_h
 
 // sm_90a's wgmma kernel keeps two stages and halves tile_k to fit (256/256:
 // 2 * (128 * 264 + 2 * 64 * (264 + 264)) = 202752), takes a pinned tile_q of
-// 64 (one consumer warpgroup), and leaves head dims that are not whole
-// 64-element rows to mma.sync.
+// 64 (one consumer warpgroup), and takes head dims that end inside a
+// 64-element slab (80, 96) up to 128, or past it in 32-column products
+// (160); 144 (16-column products spill), and heads below 64, go to mma.sync.
 // CHECK-LABEL: mla.prefill @sm_90a_256x256
 //  CHECK-SAME:   tiling = <tile_q = 128, tile_k = 64, warps = 12, wave_size = 32, stages = 2, mma_m = 64, mma_n = 64, mma_k = 16>,
 // CHECK-LABEL: mla.prefill @sm_90a_pinned_64
 //  CHECK-SAME:   tiling = <tile_q = 64, tile_k = 128, warps = 8, wave_size = 32, stages = 2, mma_m = 64, mma_n = 64, mma_k = 16>,
 // CHECK-LABEL: mla.prefill @sm_90a_80x80
+//  CHECK-SAME:   tiling = <tile_q = 128, tile_k = 128, warps = 12, wave_size = 32, stages = 2, mma_m = 64, mma_n = 64, mma_k = 16>,
+// CHECK-LABEL: mla.prefill @sm_90a_96x96
+//  CHECK-SAME:   tiling = <tile_q = 128, tile_k = 128, warps = 12,
+// CHECK-LABEL: mla.prefill @sm_90a_160x160
+//  CHECK-SAME:   tiling = <tile_q = 128, tile_k = 64, warps = 12,
+// CHECK-LABEL: mla.prefill @sm_90a_144x144
 //  CHECK-SAME:   tiling = <tile_q = 128, tile_k = 64, warps = 8, wave_size = 32, stages = 2, mma_m = 16, mma_n = 8, mma_k = 16>,
+// CHECK-LABEL: mla.prefill @sm_90a_48x48
+//  CHECK-SAME:   mma_m = 16, mma_n = 8, mma_k = 16>,
 mla.prefill @sm_90a_256x256 qk_head_dim = 256, v_head_dim = 256, q_heads = 16, kv_heads = 16, mask = causal, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
 mla.prefill @sm_90a_pinned_64 qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads = 16, mask = causal, tile_q = 64, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
 mla.prefill @sm_90a_80x80 qk_head_dim = 80, v_head_dim = 80, q_heads = 16, kv_heads = 16, mask = causal, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+mla.prefill @sm_90a_96x96 qk_head_dim = 96, v_head_dim = 96, q_heads = 16, kv_heads = 16, mask = causal, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+mla.prefill @sm_90a_160x160 qk_head_dim = 160, v_head_dim = 160, q_heads = 16, kv_heads = 16, mask = causal, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+mla.prefill @sm_90a_144x144 qk_head_dim = 144, v_head_dim = 144, q_heads = 16, kv_heads = 16, mask = causal, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+mla.prefill @sm_90a_48x48 qk_head_dim = 48, v_head_dim = 48, q_heads = 16, kv_heads = 16, mask = causal, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
 
 // -----
 

@@ -244,6 +244,11 @@ def main():
         grid.append((True, 128, 128, 32, 8, chunk_q, chunk_k, window, 50.0, "bf16", True))
     grid.append((True, 64, 64, 32, 8, ragged, ragged, (128, 0), 50.0))  # sm_90a: one consumer
     grid.append((False, 96, 96, 32, 8, chunk_q, chunk_k, (128, 64), 0.0, "bf16", True))
+    # sm_90a's wgmma kernel on head dims ending inside a 64-column slab, in
+    # one P.V product (112) or in 32-column ones (160).
+    grid.append((True, 112, 112, 16, 8, ragged, ragged))
+    grid.append((False, 160, 160, 16, 16, chunk_q, chunk_k))
+    grid.append((True, 64, 64, 16, 16, chunk_q, chunk_k))               # sm_90a: three consumers
     grid.append((True, 128, 128, 32, 8, [64, 100], [10, 100], (-1, -1), 0.0, "bf16", True))
     case_filter = sys.argv[1] if len(sys.argv) > 1 else ""
     results = []

@@ -457,8 +457,8 @@ using sm90::u64;
 constexpr int kConsumers = kTileQ / 64;
 static_assert(!kWarpSpecialized || (kConsumers >= 1 && kConsumers <= 3),
               "sm_90a wgmma: one to three consumer warpgroups of 64 query rows");
-static_assert(!kWarpSpecialized || kHeadDimQK % 64 == 0 && kHeadDimV % 64 == 0,
-              "sm_90a wgmma: head dims are whole 64-element (128-byte) swizzle rows");
+static_assert(!kWarpSpecialized || kHeadDimQK % 16 == 0 && kHeadDimV % 16 == 0,
+              "sm_90a wgmma: head dims are whole 16-element wgmma steps");
 static_assert(!kWarpSpecialized || kTileK == 64 || kTileK == 96 || kTileK == 128,
               "sm_90a wgmma: kTileK is 64, 96 or 128");
 static_assert(!kWarpSpecialized || kHeadDimV <= 256,
@@ -475,10 +475,14 @@ constexpr int kProducerRegs = 24;
 constexpr int kConsumerRegs = kConsumers == 3 ? 160 : 240;
 
 // Each tile is stored as 64-column slabs of [rows][64] elements (128-byte
-// rows), slab after slab, every slab 1024-byte aligned.
-constexpr int kQBytes = kTileQ * kHeadDimQK * 2;
-constexpr int kKBytes = kTileK * kHeadDimQK * 2;
-constexpr int kVBytes = kTileK * kHeadDimV * 2;
+// rows), slab after slab, every slab 1024-byte aligned. A head dim that is
+// not a multiple of 64 (80, 96, ...) leaves the last slab partly unused:
+// no product reads past the head dim.
+constexpr int kSlabsQK = ceil_div(kHeadDimQK, 64);
+constexpr int kSlabsV = ceil_div(kHeadDimV, 64);
+constexpr int kQBytes = kTileQ * kSlabsQK * 128;
+constexpr int kKBytes = kTileK * kSlabsQK * 128;
+constexpr int kVBytes = kTileK * kSlabsV * 128;
 constexpr int kNumBarriers = 1 + 4 * kStages; // q_full, k_full[], v_full[], k_empty[], v_empty[]
 // 1024 bytes of alignment slack (the dynamic shared base is only 16-byte
 // aligned), then the tiles, then the barriers.
@@ -495,7 +499,14 @@ constexpr bool kQInRegisters =
     4 * kQKSteps + kTileK / 2 + kTileK / 4 + kHeadDimV / 2 <= kConsumerRegs - 32 && kSoftCap == 0.0f && kInputBF16;
 // Rows that see at most this many keys get P's rounding residue (few_keys).
 constexpr int kFewKeys = 128;
-constexpr int kOChunkN = kHeadDimV % 128 == 0 ? 128 : 64; // wgmma N of O += P V
+// wgmma N of O += P V: 128 or 64 columns; a head dim that is not a
+// multiple of 64 in one product up to 128 (80, 96, 112: narrower chunks
+// spill at 80 and 112), else in chunks of 32 or 16.
+constexpr int kOChunkN = kHeadDimV % 128 == 0  ? 128
+                         : kHeadDimV % 64 == 0 ? 64
+                         : kHeadDimV <= 128    ? kHeadDimV
+                         : kHeadDimV % 32 == 0 ? 32
+                                               : 16;
 constexpr int kOChunks = kHeadDimV / kOChunkN;
 typedef sm90::Wgmma<Elem, kWarpSpecialized ? kTileK : 64> WgmmaS;
 typedef sm90::Wgmma<Elem, kOChunkN> WgmmaO;
@@ -508,6 +519,13 @@ struct Barriers {
   MLAGEN_DEVICE u32 k_empty(int stage) const { return base + 8 * (1 + 2 * kStages + stage); }
   MLAGEN_DEVICE u32 v_empty(int stage) const { return base + 8 * (1 + 3 * kStages + stage); }
 };
+
+// Whether 16-byte chunk `chunk` (of 8) of slab `slab` holds columns of a
+// kCols-wide row: all of them but in a partial last slab.
+template <int kCols>
+MLAGEN_DEVICE bool chunk_in_row(int slab, int chunk) {
+  return slab < kCols / 64 || 8 * chunk < kCols % 64;
+}
 
 // cp.async of a kRows x kCols global tile into swizzled slabs at `dst`,
 // zero-filling rows at or past rows_valid. Eight producer threads cover one
@@ -525,9 +543,10 @@ MLAGEN_DEVICE void load_tile(u32 dst, const u16 *src, long long src_stride, int 
   for (int pass = 0; pass < kRows / 16; ++pass) {
     const bool valid = row + pass * 16 < rows_valid;
 #pragma unroll
-    for (int slab = 0; slab < kCols / 64; ++slab)
-      nv::cp_async_16(dst + slab * kRows * 128 + pass * 16 * 128,
-                      valid ? src + pass * 16 * src_stride + slab * 64 : tile, valid);
+    for (int slab = 0; slab < ceil_div(kCols, 64); ++slab)
+      if (chunk_in_row<kCols>(slab, chunk))
+        nv::cp_async_16(dst + slab * kRows * 128 + pass * 16 * 128,
+                        valid ? src + pass * 16 * src_stride + slab * 64 : tile, valid);
   }
 }
 
@@ -542,8 +561,9 @@ MLAGEN_DEVICE void load_tile_rolled(u32 dst, const u16 *src, long long src_strid
     const u16 *from = src + (valid ? r * src_stride : 0) + chunk * 8;
     const u32 to = dst + r * 128 + ((chunk ^ (r % 8)) * 16);
 #pragma unroll
-    for (int slab = 0; slab < kCols / 64; ++slab)
-      nv::cp_async_16(to + slab * kRows * 128, from + slab * 64, valid);
+    for (int slab = 0; slab < ceil_div(kCols, 64); ++slab)
+      if (chunk_in_row<kCols>(slab, chunk))
+        nv::cp_async_16(to + slab * kRows * 128, from + slab * 64, valid);
   }
 }
 
@@ -574,7 +594,7 @@ MLAGEN_DEVICE void produce_bulk(const Task &task, const TensorMaps &maps, u32 k_
   const void *map = keys ? maps.k : maps.v;
   const u32 buffer = keys ? k_smem : v_smem;
   const u32 tile_bytes = keys ? kKBytes : kVBytes;
-  const int slabs = (keys ? kHeadDimQK : kHeadDimV) / 64;
+  const int slabs = keys ? kSlabsQK : kSlabsV; // past the head dim: zero-filled
   const u32 full = keys ? bars.k_full(0) : bars.v_full(0);
   const u32 empty = keys ? bars.k_empty(0) : bars.v_empty(0);
   if (lane == 0)
@@ -759,8 +779,10 @@ MLAGEN_DEVICE void issue_pv(float (&o)[kOChunks][kOChunkN / 2], const u32 (&p)[k
 #pragma unroll
     for (int c = 0; c < kOChunks; ++c) {
       // V is [key][column]: keys 16 ps.. start 16 rows of 128 bytes on;
-      // chunk c starts kOChunkN / 64 slabs on; slabs are kTileK rows apart.
-      const u64 b = v_desc + (c * (kOChunkN / 64) * kTileK * 128 + ps * 16 * 128) / 16;
+      // chunk c starts at column c kOChunkN: slab c kOChunkN / 64 (slabs
+      // are kTileK rows apart), byte 2 (c kOChunkN % 64) of its rows.
+      const int col = c * kOChunkN;
+      const u64 b = v_desc + ((col / 64) * kTileK * 128 + (col % 64) * 2 + ps * 16 * 128) / 16;
       WgmmaO::rs<1>(o[c], p[ps], b, 1);
     }
   }

@@ -445,8 +445,12 @@ MLAGEN_DEVICE u64 smem_desc_sw128(u32 addr, u32 lbo) {
 #define MLAGEN_DREGS32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
 #define MLAGEN_ACC64(d) MLAGEN_ACC8(d, 0), MLAGEN_ACC8(d, 8), MLAGEN_ACC8(d, 16), MLAGEN_ACC8(d, 24)
 #define MLAGEN_DREGS64 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define MLAGEN_ACC80(d) MLAGEN_ACC8(d, 0), MLAGEN_ACC8(d, 8), MLAGEN_ACC8(d, 16), MLAGEN_ACC8(d, 24), MLAGEN_ACC8(d, 32)
+#define MLAGEN_DREGS80 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}"
 #define MLAGEN_ACC96(d) MLAGEN_ACC8(d, 0), MLAGEN_ACC8(d, 8), MLAGEN_ACC8(d, 16), MLAGEN_ACC8(d, 24), MLAGEN_ACC8(d, 32), MLAGEN_ACC8(d, 40)
 #define MLAGEN_DREGS96 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}"
+#define MLAGEN_ACC112(d) MLAGEN_ACC8(d, 0), MLAGEN_ACC8(d, 8), MLAGEN_ACC8(d, 16), MLAGEN_ACC8(d, 24), MLAGEN_ACC8(d, 32), MLAGEN_ACC8(d, 40), MLAGEN_ACC8(d, 48)
+#define MLAGEN_DREGS112 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55}"
 #define MLAGEN_ACC128(d) MLAGEN_ACC8(d, 0), MLAGEN_ACC8(d, 8), MLAGEN_ACC8(d, 16), MLAGEN_ACC8(d, 24), MLAGEN_ACC8(d, 32), MLAGEN_ACC8(d, 40), MLAGEN_ACC8(d, 48), MLAGEN_ACC8(d, 56)
 #define MLAGEN_DREGS128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
 
@@ -483,8 +487,12 @@ MLAGEN_WGMMA(bf16, "bf16", 32, MLAGEN_ACC32, MLAGEN_DREGS32, "16", "17", "18", "
 MLAGEN_WGMMA(fp16, "f16", 32, MLAGEN_ACC32, MLAGEN_DREGS32, "16", "17", "18", "19", "20", "21", "22")
 MLAGEN_WGMMA(bf16, "bf16", 64, MLAGEN_ACC64, MLAGEN_DREGS64, "32", "33", "34", "35", "36", "37", "38")
 MLAGEN_WGMMA(fp16, "f16", 64, MLAGEN_ACC64, MLAGEN_DREGS64, "32", "33", "34", "35", "36", "37", "38")
+MLAGEN_WGMMA(bf16, "bf16", 80, MLAGEN_ACC80, MLAGEN_DREGS80, "40", "41", "42", "43", "44", "45", "46")
+MLAGEN_WGMMA(fp16, "f16", 80, MLAGEN_ACC80, MLAGEN_DREGS80, "40", "41", "42", "43", "44", "45", "46")
 MLAGEN_WGMMA(bf16, "bf16", 96, MLAGEN_ACC96, MLAGEN_DREGS96, "48", "49", "50", "51", "52", "53", "54")
 MLAGEN_WGMMA(fp16, "f16", 96, MLAGEN_ACC96, MLAGEN_DREGS96, "48", "49", "50", "51", "52", "53", "54")
+MLAGEN_WGMMA(bf16, "bf16", 112, MLAGEN_ACC112, MLAGEN_DREGS112, "56", "57", "58", "59", "60", "61", "62")
+MLAGEN_WGMMA(fp16, "f16", 112, MLAGEN_ACC112, MLAGEN_DREGS112, "56", "57", "58", "59", "60", "61", "62")
 MLAGEN_WGMMA(bf16, "bf16", 128, MLAGEN_ACC128, MLAGEN_DREGS128, "64", "65", "66", "67", "68", "69", "70")
 MLAGEN_WGMMA(fp16, "f16", 128, MLAGEN_ACC128, MLAGEN_DREGS128, "64", "65", "66", "67", "68", "69", "70")
 #undef MLAGEN_WGMMA

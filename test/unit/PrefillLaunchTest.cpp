@@ -170,8 +170,20 @@ TEST_CASE("only the sm_90a warp-specialised prefill describes tensor maps",
     sig.arch = Arch::SM80;
     CHECK_FALSE(describePrefillTensorMaps(sig, code, args, launch, k, v));
   }
-  SECTION("head dims that are not whole 64-column slabs") {
+  SECTION("three consumer warpgroups (tile_q 192, 512 threads)") {
+    code.tileQ = 192;
+    code.threadsPerBlock = 512;
+    CHECK(describePrefillTensorMaps(sig, code, args, launch, k, v));
+  }
+  SECTION("a head dim that ends inside a slab: 64-column boxes over it") {
     sig.headDimQK = 96;
+    REQUIRE(describePrefillTensorMaps(sig, code, args, launch, k, v));
+    CHECK(k.sizes[0] == 96); // the box's last 32 columns are zero-filled
+    CHECK(k.box[0] == 64);
+    CHECK(v.sizes[0] == 128);
+  }
+  SECTION("head dims below one 64-column slab") {
+    sig.headDimQK = 48;
     CHECK_FALSE(describePrefillTensorMaps(sig, code, args, launch, k, v));
   }
   SECTION("a code object without its key tile") {

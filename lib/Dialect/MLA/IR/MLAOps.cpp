@@ -30,9 +30,18 @@ float PrefillOp::getSoftCapValue() {
 }
 
 int64_t PrefillOp::getSharedBytes(int64_t tileQ, int64_t tileK,
-                                  int64_t stages) {
-  int64_t qkRow = getQkHeadDim() + 8, vRow = getVHeadDim() + 8;
+                                  int64_t stages, bool wholeSlabs) {
+  auto row = [&](int64_t headDim) {
+    return (wholeSlabs ? llvm::alignTo(headDim, 64) : headDim) + 8;
+  };
+  int64_t qkRow = row(getQkHeadDim()), vRow = row(getVHeadDim());
   return 2 * (tileQ * qkRow + stages * tileK * (qkRow + vRow));
+}
+
+int64_t PrefillOp::getSharedBytes(TilingAttr tiling) {
+  // Only the wgmma kernel's tilings have an MMA of 64 rows.
+  return getSharedBytes(tiling.getTileQ(), tiling.getTileK(),
+                        tiling.getStages(), tiling.getMmaM() == 64);
 }
 
 LogicalResult PrefillOp::verify() {
@@ -72,16 +81,19 @@ LogicalResult PrefillOp::verify() {
                            << ") must equal the pinned 'tile_q' (" << *tileQ
                            << ")";
     // The head dims are the K of Q.K^T and the N of P.V. A 32-deep MFMA
-    // (gfx950) runs a 16-column tail of Q.K^T 16 deep (head dim 80).
+    // (gfx950) runs a 16-column tail of Q.K^T 16 deep (head dim 80); the
+    // wgmma kernel (64-row MMA) narrows its P.V products to as few as 16
+    // columns where the head dim needs it (80, 112).
     int32_t mmaK = tiling.getMmaK();
+    int32_t mmaN = tiling.getMmaM() == 64 ? 16 : tiling.getMmaN();
     bool qkFits = getQkHeadDim() % mmaK == 0 ||
                   (mmaK == 32 && getQkHeadDim() % 16 == 0);
-    if (!qkFits || getVHeadDim() % tiling.getMmaN() != 0)
+    if (!qkFits || getVHeadDim() % mmaN != 0)
       return emitOpError() << "'qk_head_dim' (" << getQkHeadDim()
                            << ") must be a multiple of the tiling's 'mma_k' ("
                            << mmaK << "; of 16 where mma_k is 32) and "
                            << "'v_head_dim' (" << getVHeadDim()
-                           << ") of its 'mma_n' (" << tiling.getMmaN() << ")";
+                           << ") of its 'mma_n' (" << mmaN << ")";
   }
 
   if (LaunchAttr launch = getLaunchAttr()) {
@@ -92,8 +104,7 @@ LogicalResult PrefillOp::verify() {
       return emitOpError() << "'launch' threads (" << launch.getThreads()
                            << ") must equal the tiling's warps * wave_size ("
                            << threads << ")";
-    int64_t sharedBytes = getSharedBytes(tiling.getTileQ(), tiling.getTileK(),
-                                         tiling.getStages());
+    int64_t sharedBytes = getSharedBytes(tiling);
     if (launch.getSharedBytes() != sharedBytes)
       return emitOpError() << "'launch' shared_bytes ("
                            << launch.getSharedBytes()

@@ -46,8 +46,7 @@ LogicalResult prepareForEmission(PrefillOp op) {
            << "'tiling' MMA shape " << mma.m << "x" << mma.n << "x" << mma.k
            << " is not " << stringifyArch(arch) << "'s (" << target.mma.m << "x"
            << target.mma.n << "x" << target.mma.k << ")";
-  int64_t sharedBytes = op.getSharedBytes(tiling.getTileQ(), tiling.getTileK(),
-                                          tiling.getStages());
+  int64_t sharedBytes = op.getSharedBytes(tiling);
   if (sharedBytes > target.sharedBytesLimit)
     return op.emitOpError()
            << "'tiling' needs " << sharedBytes << " bytes of shared memory, "

@@ -36,11 +36,15 @@ LogicalResult selectTiling(PrefillOp op, std::optional<Arch> defaultArch) {
   std::optional<int32_t> pinnedTileQ = op.getTileQ();
   MLIRContext *ctx = op.getContext();
   // sm_90a: the warp-specialised wgmma kernel where its rules hold (head
-  // dims of whole 128-byte swizzle rows, O in registers, two K/V stages,
-  // one to three consumer warpgroups): tile_k 128, else 64 to fit. Shared
-  // bytes keep the padded formula, an upper bound of what it uses.
-  if (*arch == Arch::SM90A && op.getQkHeadDim() % 64 == 0 &&
-      op.getVHeadDim() % 64 == 0 && op.getVHeadDim() <= 256 &&
+  // dims of at least one 64-element swizzle slab, the last one possibly
+  // partial; O in registers, two K/V stages, one to three consumer
+  // warpgroups): tile_k 128, else 64 to fit. Shared bytes keep the padded
+  // formula over whole slabs, an upper bound of what it uses.
+  // A v head dim past 128 that is not a multiple of 32 (144, 176, ...)
+  // would run P.V in 16-column products, which spill.
+  const int32_t vDim = op.getVHeadDim();
+  if (*arch == Arch::SM90A && op.getQkHeadDim() >= 64 && vDim >= 64 &&
+      (vDim <= 128 || vDim % 32 == 0) && vDim <= 256 &&
       (!pinnedTileQ || *pinnedTileQ == 64 || *pinnedTileQ == 128 ||
        *pinnedTileQ == 192)) {
     // Head dim 64 with a soft cap and a window spills in two consumer
@@ -58,7 +62,8 @@ LogicalResult selectTiling(PrefillOp op, std::optional<Arch> defaultArch) {
     const int32_t wgTileQ =
         pinnedTileQ.value_or(cappedNarrow ? 64 : narrow ? 192 : 128);
     for (int32_t wgTileK : {128, 64}) {
-      if (op.getSharedBytes(wgTileQ, wgTileK, 2) > target.sharedBytesLimit)
+      if (op.getSharedBytes(wgTileQ, wgTileK, 2, /*wholeSlabs=*/true) >
+          target.sharedBytesLimit)
         continue;
       op.setArchAttr(ArchAttr::get(ctx, *arch));
       op.setTilingAttr(TilingAttr::get(

@@ -82,8 +82,13 @@ def MLA_PrefillOp : MLA_Op<"prefill", [
     float getSoftCapValue();
     /// Dynamic shared memory the prefill kernel uses for this tiling, by the
     /// formula of templates/CONTRACT.md: a Q tile and `stages` K and V
-    /// tiles of 2-byte elements, each row padded by 8 elements.
-    int64_t getSharedBytes(int64_t tileQ, int64_t tileK, int64_t stages);
+    /// tiles of 2-byte elements, each row padded by 8 elements. With
+    /// `wholeSlabs` (sm_90a's wgmma kernel) head dims first round up to
+    /// whole 64-element swizzle slabs.
+    int64_t getSharedBytes(int64_t tileQ, int64_t tileK, int64_t stages,
+                           bool wholeSlabs = false);
+    /// The same for a tiling: whole slabs for the wgmma kernel's.
+    int64_t getSharedBytes(TilingAttr tiling);
   }];
 }
 
