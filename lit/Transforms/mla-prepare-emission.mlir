@@ -6,11 +6,17 @@
 //  CHECK-SAME:   launch = <entry = "mlagen_prefill", threads = 256, shared_bytes = 137216>,
 mla.prefill @sm_90a qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads = 16, mask = causal, lse, arch = sm_90a, tiling = <tile_q = 128, tile_k = 64, warps = 8, wave_size = 32, stages = 2, mma_m = 16, mma_n = 8, mma_k = 16>, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
 
-// sm_90a's wgmma kernel: 12 warps; the padded formula bounds its tiles:
-// 2 * (128 * 200 + 2 * 128 * (200 + 136)) = 223232.
+// sm_90a's wgmma kernel: 12 warps; exactly what it uses: 1 KiB of
+// alignment slack, tiles of whole 64-column slabs and 9 mbarriers:
+// 1024 + 2 * (128 * 192 + 2 * 128 * (192 + 128)) + 8 * 9 = 214088; head
+// dim 80 in two slabs: 1024 + 2 * (128 * 128 + 2 * 128 * (128 + 128)) + 72
+// = 164936.
 // CHECK-LABEL: mla.prefill @sm_90a_wgmma
-//  CHECK-SAME:   launch = <entry = "mlagen_prefill", threads = 384, shared_bytes = 223232>,
+//  CHECK-SAME:   launch = <entry = "mlagen_prefill", threads = 384, shared_bytes = 214088>,
+// CHECK-LABEL: mla.prefill @sm_90a_wgmma_d80
+//  CHECK-SAME:   launch = <entry = "mlagen_prefill", threads = 384, shared_bytes = 164936>,
 mla.prefill @sm_90a_wgmma qk_head_dim = 192, v_head_dim = 128, q_heads = 16, kv_heads = 16, mask = causal, lse, arch = sm_90a, tiling = <tile_q = 128, tile_k = 128, warps = 12, wave_size = 32, stages = 2, mma_m = 64, mma_n = 64, mma_k = 16>, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+mla.prefill @sm_90a_wgmma_d80 qk_head_dim = 80, v_head_dim = 80, q_heads = 16, kv_heads = 16, mask = causal, lse, arch = sm_90a, tiling = <tile_q = 128, tile_k = 128, warps = 12, wave_size = 32, stages = 2, mma_m = 64, mma_n = 64, mma_k = 16>, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
 
 // Four wave64 wavefronts: 2 * (64 * 200 + 32 * (200 + 136)) = 47104.
 // CHECK-LABEL: mla.prefill @gfx942

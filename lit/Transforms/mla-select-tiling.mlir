@@ -75,13 +75,14 @@ mla.prefill @sm_80_64x512 qk_head_dim = 64, v_head_dim = 512, q_heads = 16, kv_h
 
 // -----
 
-// sm_90a's wgmma kernel keeps two stages and halves tile_k to fit (256/256:
-// 2 * (128 * 264 + 2 * 64 * (264 + 264)) = 202752), takes a pinned tile_q of
+// sm_90a's wgmma kernel keeps two stages and narrows tile_k to 80 to fit
+// (256/256: 1024 + 2 * (128 * 256 + 2 * 80 * 512) + 72 = 230472 of 232448
+// bytes), takes a pinned tile_q of
 // 64 (one consumer warpgroup), and takes head dims that end inside a
 // 64-element slab (80, 96) up to 128, or past it in 32-column products
 // (160); 144 (16-column products spill), and heads below 64, go to mma.sync.
 // CHECK-LABEL: mla.prefill @sm_90a_256x256
-//  CHECK-SAME:   tiling = <tile_q = 128, tile_k = 64, warps = 12, wave_size = 32, stages = 2, mma_m = 64, mma_n = 64, mma_k = 16>,
+//  CHECK-SAME:   tiling = <tile_q = 128, tile_k = 80, warps = 12, wave_size = 32, stages = 2, mma_m = 64, mma_n = 64, mma_k = 16>,
 // CHECK-LABEL: mla.prefill @sm_90a_pinned_64
 //  CHECK-SAME:   tiling = <tile_q = 64, tile_k = 128, warps = 8, wave_size = 32, stages = 2, mma_m = 64, mma_n = 64, mma_k = 16>,
 // CHECK-LABEL: mla.prefill @sm_90a_80x80
@@ -89,7 +90,7 @@ mla.prefill @sm_80_64x512 qk_head_dim = 64, v_head_dim = 512, q_heads = 16, kv_h
 // CHECK-LABEL: mla.prefill @sm_90a_96x96
 //  CHECK-SAME:   tiling = <tile_q = 128, tile_k = 128, warps = 12,
 // CHECK-LABEL: mla.prefill @sm_90a_160x160
-//  CHECK-SAME:   tiling = <tile_q = 128, tile_k = 64, warps = 12,
+//  CHECK-SAME:   tiling = <tile_q = 128, tile_k = 80, warps = 12,
 // CHECK-LABEL: mla.prefill @sm_90a_144x144
 //  CHECK-SAME:   tiling = <tile_q = 128, tile_k = 64, warps = 8, wave_size = 32, stages = 2, mma_m = 16, mma_n = 8, mma_k = 16>,
 // CHECK-LABEL: mla.prefill @sm_90a_48x48

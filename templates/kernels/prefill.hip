@@ -459,8 +459,8 @@ static_assert(!kWarpSpecialized || (kConsumers >= 1 && kConsumers <= 3),
               "sm_90a wgmma: one to three consumer warpgroups of 64 query rows");
 static_assert(!kWarpSpecialized || kHeadDimQK % 16 == 0 && kHeadDimV % 16 == 0,
               "sm_90a wgmma: head dims are whole 16-element wgmma steps");
-static_assert(!kWarpSpecialized || kTileK == 64 || kTileK == 96 || kTileK == 128,
-              "sm_90a wgmma: kTileK is 64, 96 or 128");
+static_assert(!kWarpSpecialized || kTileK == 64 || kTileK == 80 || kTileK == 96 || kTileK == 128,
+              "sm_90a wgmma: kTileK is 64, 80, 96 or 128");
 static_assert(!kWarpSpecialized || kHeadDimV <= 256,
               "sm_90a wgmma: a warpgroup keeps 64 x kHeadDimV fp32 outputs in registers");
 // S of tile j is issued while P V of tile j - 1 still reads its V buffer.
@@ -486,6 +486,7 @@ constexpr int kVBytes = kTileK * kSlabsV * 128;
 constexpr int kNumBarriers = 1 + 4 * kStages; // q_full, k_full[], v_full[], k_empty[], v_empty[]
 // 1024 bytes of alignment slack (the dynamic shared base is only 16-byte
 // aligned), then the tiles, then the barriers.
+// (PrefillOp::getSharedBytes computes the same for the host.)
 constexpr int kSharedBytesUsed = 1024 + kQBytes + kStages * (kKBytes + kVBytes) + 8 * kNumBarriers;
 static_assert(!kWarpSpecialized || kSharedBytesUsed <= kSharedBytes, "tiles exceed kSharedBytes");
 
@@ -655,7 +656,7 @@ constexpr int kRowElems = kTileK / 4;
 // Max and sum of one row's elements through 8 independent partial
 // results: short dependency chains, where a running max / sum would take
 // kRowElems dependent steps.
-static_assert(kRowElems % 8 == 0, "kTileK is a multiple of 32");
+static_assert(kRowElems >= 8, "kTileK is at least 32");
 MLAGEN_DEVICE float row_max(const float (&s)[kTileK / 2], int r) {
   float t[8];
 #pragma unroll

@@ -59,10 +59,13 @@ LogicalResult TilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "tiling 'tile_q' (" << tileQ
                        << ") must equal 'warps' (" << warps << ") * 'mma_m' ("
                        << mmaM << "): each warp owns mma_m query rows";
-  // tile_k is the N of Q.K^T and the K of P.V.
-  if (tileK % mmaN != 0 || tileK % mmaK != 0)
+  // tile_k is the N of Q.K^T and the K of P.V; a wgmma's N is any multiple
+  // of 16 here (the kernel takes tile_k 64, 80, 96 and 128).
+  const int32_t quantumN = mmaM == 64 ? 16 : mmaN;
+  if (tileK % quantumN != 0 || tileK % mmaK != 0)
     return emitError() << "tiling 'tile_k' (" << tileK
-                       << ") must be a multiple of 'mma_n' (" << mmaN
+                       << ") must be a multiple of 'mma_n' (" << quantumN
+                       << (mmaM == 64 ? " for a wgmma" : "")
                        << ") and 'mma_k' (" << mmaK << ")";
   return success();
 }

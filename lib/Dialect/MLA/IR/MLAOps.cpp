@@ -30,16 +30,20 @@ float PrefillOp::getSoftCapValue() {
 }
 
 int64_t PrefillOp::getSharedBytes(int64_t tileQ, int64_t tileK,
-                                  int64_t stages, bool wholeSlabs) {
-  auto row = [&](int64_t headDim) {
-    return (wholeSlabs ? llvm::alignTo(headDim, 64) : headDim) + 8;
-  };
-  int64_t qkRow = row(getQkHeadDim()), vRow = row(getVHeadDim());
+                                  int64_t stages, bool warpgroupKernel) {
+  if (warpgroupKernel) {
+    // templates/kernels/prefill.hip, kSharedBytesUsed: 1 KiB of alignment
+    // slack, the tiles in whole slabs, then 1 + 4 * stages mbarriers.
+    int64_t qkRow = llvm::alignTo(getQkHeadDim(), 64);
+    int64_t vRow = llvm::alignTo(getVHeadDim(), 64);
+    return 1024 + 2 * (tileQ * qkRow + stages * tileK * (qkRow + vRow)) +
+           8 * (1 + 4 * stages);
+  }
+  int64_t qkRow = getQkHeadDim() + 8, vRow = getVHeadDim() + 8;
   return 2 * (tileQ * qkRow + stages * tileK * (qkRow + vRow));
 }
 
 int64_t PrefillOp::getSharedBytes(TilingAttr tiling) {
-  // Only the wgmma kernel's tilings have an MMA of 64 rows.
   return getSharedBytes(tiling.getTileQ(), tiling.getTileK(),
                         tiling.getStages(), tiling.getMmaM() == 64);
 }

@@ -38,8 +38,8 @@ LogicalResult selectTiling(PrefillOp op, std::optional<Arch> defaultArch) {
   // sm_90a: the warp-specialised wgmma kernel where its rules hold (head
   // dims of at least one 64-element swizzle slab, the last one possibly
   // partial; O in registers, two K/V stages, one to three consumer
-  // warpgroups): tile_k 128, else 64 to fit. Shared bytes keep the padded
-  // formula over whole slabs, an upper bound of what it uses.
+  // warpgroups): tile_k 128, else 80 or 64 to fit (d256: 80, as
+  // FlashAttention-3, for the wider S products).
   // A v head dim past 128 that is not a multiple of 32 (144, 176, ...)
   // would run P.V in 16-column products, which spill.
   const int32_t vDim = op.getVHeadDim();
@@ -61,8 +61,8 @@ LogicalResult selectTiling(PrefillOp op, std::optional<Arch> defaultArch) {
                         op.getQType() == DType::BF16;
     const int32_t wgTileQ =
         pinnedTileQ.value_or(cappedNarrow ? 64 : narrow ? 192 : 128);
-    for (int32_t wgTileK : {128, 64}) {
-      if (op.getSharedBytes(wgTileQ, wgTileK, 2, /*wholeSlabs=*/true) >
+    for (int32_t wgTileK : {128, 80, 64}) {
+      if (op.getSharedBytes(wgTileQ, wgTileK, 2, /*warpgroupKernel=*/true) >
           target.sharedBytesLimit)
         continue;
       op.setArchAttr(ArchAttr::get(ctx, *arch));

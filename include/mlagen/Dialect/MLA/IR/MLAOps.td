@@ -81,13 +81,13 @@ def MLA_PrefillOp : MLA_Op<"prefill", [
     /// The soft cap, 0 when it is off.
     float getSoftCapValue();
     /// Dynamic shared memory the prefill kernel uses for this tiling, by the
-    /// formula of templates/CONTRACT.md: a Q tile and `stages` K and V
-    /// tiles of 2-byte elements, each row padded by 8 elements. With
-    /// `wholeSlabs` (sm_90a's wgmma kernel) head dims first round up to
-    /// whole 64-element swizzle slabs.
+    /// formulas of templates/CONTRACT.md: a Q tile and `stages` K and V
+    /// tiles of 2-byte elements, each row padded by 8 elements; for
+    /// sm_90a's wgmma kernel (`warpgroupKernel`) exactly what it uses:
+    /// rows of whole 64-element slabs, alignment slack and barriers.
     int64_t getSharedBytes(int64_t tileQ, int64_t tileK, int64_t stages,
-                           bool wholeSlabs = false);
-    /// The same for a tiling: whole slabs for the wgmma kernel's.
+                           bool warpgroupKernel = false);
+    /// The same for a tiling (only the wgmma kernel's have 64-row MMAs).
     int64_t getSharedBytes(TilingAttr tiling);
   }];
 }
