@@ -1016,9 +1016,6 @@ struct Layout {
 MLAGEN_DEVICE void store_shared_u16(u32 addr, u32 v) {
   asm volatile("st.shared.u16 [%0], %1;" ::"r"(addr), "h"((unsigned short)v) : "memory");
 }
-MLAGEN_DEVICE void store_shared_u32(u32 addr, u32 v) {
-  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
-}
 MLAGEN_DEVICE void store_shared_u32x2(u32 addr, u32 x, u32 y) {
   asm volatile("st.shared.v2.b32 [%0], {%1, %2};" ::"r"(addr), "r"(x), "r"(y) : "memory");
 }
@@ -2056,8 +2053,8 @@ MLAGEN_DEVICE void consume_fp8(const Job &job, const void *q, long long q_token_
         // Bytes: even g's key, odd g's key, even g's key + 8, odd g's.
         const u32 sel = mine == 0 ? (jj == 0 ? 0x5140 : 0x7362) : (jj == 0 ? 0x1504 : 0x3726);
         const int row = 8 * (2 * w + jj) + 2 * quad + mine;
-        store_shared_u32(p_slab + swizzled(row, at / 16) + at % 16, __byte_perm(keep_hi[w], got_hi, sel));
-        store_shared_u32(p_slab + swizzled(row, 4 + at / 16) + at % 16, __byte_perm(keep_lo[w], got_lo, sel));
+        nv::store_shared_u32(p_slab + swizzled(row, at / 16) + at % 16, __byte_perm(keep_hi[w], got_hi, sel));
+        nv::store_shared_u32(p_slab + swizzled(row, 4 + at / 16) + at % 16, __byte_perm(keep_lo[w], got_lo, sel));
       }
     }
     sm90::fence_proxy_async();          // P is read by wgmma (the async proxy)
@@ -2167,9 +2164,9 @@ MLAGEN_DEVICE void store_rows_p(u32 slab, u32 residue_slab, const float (&s)[32]
     const float v0 = s[2 * k] * scale[r], v1 = s[2 * k + 1] * scale[r];
     const u32 packed = pack2<MmaElem>(v0, v1);
     const u32 at = swizzled(row0 + 8 * r, k / 2) + quad * 4;
-    store_shared_u32(slab + at, packed);
+    nv::store_shared_u32(slab + at, packed);
     if (kResidue)
-      store_shared_u32(residue_slab + at, rounding_residue<MmaElem>(v0, v1, packed));
+      nv::store_shared_u32(residue_slab + at, rounding_residue<MmaElem>(v0, v1, packed));
   }
 }
 

@@ -468,6 +468,9 @@ static_assert(!kWarpSpecialized || kStages >= 2, "sm_90a wgmma: at least two K/V
 
 // Two or three consumers take turns issuing their matrix products (turn_begin).
 constexpr bool kPingPong = kConsumers >= 2;
+// Named barriers: 0 is the block's, 1 + wg the consumers' turns, and
+// kOutputBarrier + wg a warpgroup's own (its output staged).
+constexpr int kOutputBarrier = 4;
 // Register budgets (the producer gives its share to the consumers):
 // 128 * 24 + 256 * 240 <= 64K, or 128 * 24 + 384 * 160 with three
 // consumers. The producer's loop needs few.
@@ -480,6 +483,7 @@ constexpr int kConsumerRegs = kConsumers == 3 ? 160 : 240;
 // no product reads past the head dim.
 constexpr int kSlabsQK = ceil_div(kHeadDimQK, 64);
 constexpr int kSlabsV = ceil_div(kHeadDimV, 64);
+static_assert(!kWarpSpecialized || kSlabsV <= kSlabsQK, "sm_90a wgmma: O is staged in Q's slabs");
 constexpr int kQBytes = kTileQ * kSlabsQK * 128;
 constexpr int kKBytes = kTileK * kSlabsQK * 128;
 constexpr int kVBytes = kTileK * kSlabsV * 128;
@@ -986,25 +990,44 @@ MLAGEN_DEVICE void consume(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem,
   if (kPingPong && wg == 0 && num_tiles > 0)
     sm90::named_barrier_sync(1, 256); // the turn the last warpgroup handed over
 
-  // o[c][4 j + e] = O[row group + 8 (e / 2)][c kOChunkN + 8 j + 2 quad + e % 2]
+  // o[c][4 j + e] = O[row group + 8 (e / 2)][c kOChunkN + 8 j + 2 quad + e % 2].
+  // O goes out through this warpgroup's 64 rows of the Q tile, free once its
+  // products are done (O fits: kSlabsV <= kSlabsQK), in Q's swizzle (the
+  // 4-byte stores of a warp hit 32 banks), then as 16-byte row chunks: 4-byte
+  // stores straight from the fragments left rows half-written per request
+  // (B32 H16 S512 192/128: 247 TFLOP/s with them, 301 with no output at all).
+  const u32 o_smem = q_smem + wg * 64 * 128;
+  const int wg_row0 = warp_in_wg * 16 + group; // this thread's rows within the warpgroup's 64
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     float total = rows[r].sum;
     total += shfl_xor(total, 1);
     total += shfl_xor(total, 2);
-    const int query = warp_q0 + group + 8 * r;
-    if (query >= seq.len_q)
-      continue;
+    const int row = wg_row0 + 8 * r;
     const float scale = RowState::output_scale(total);
-    u16 *dst = task.out + (query - task.q0) * task.out_stride + 2 * quad;
 #pragma unroll
     for (int c = 0; c < kOChunks; ++c)
 #pragma unroll
-      for (int j = 0; j < kOChunkN / 8; ++j)
-        *reinterpret_cast<u32 *>(dst + c * kOChunkN + j * 8) =
-            pack2<Elem>(o[c][4 * j + 2 * r] * scale, o[c][4 * j + 2 * r + 1] * scale);
-    if (kReturnLSE && task.lse && quad == 0)
+      for (int j = 0; j < kOChunkN / 8; ++j) {
+        const int col = c * kOChunkN + j * 8; // + 2 quad
+        nv::store_shared_u32(o_smem + (col / 64) * kTileQ * 128 + row * 128 + ((((col % 64) / 8) ^ (row % 8)) * 16) +
+                                 4 * quad,
+                             pack2<Elem>(o[c][4 * j + 2 * r] * scale, o[c][4 * j + 2 * r + 1] * scale));
+      }
+    const int query = warp_q0 + group + 8 * r;
+    if (kReturnLSE && task.lse && quad == 0 && query < seq.len_q)
       task.lse[query] = rows[r].lse(total);
+  }
+  sm90::named_barrier_sync(kOutputBarrier + wg, 128);
+  constexpr int kRowChunks = kHeadDimV / 8;
+  const int rows_valid = min_int(64, seq.len_q - (task.q0 + wg * 64));
+  const int thread_in_wg = warp_in_wg * 32 + lane;
+#pragma unroll 4
+  for (int at = thread_in_wg; at < 64 * kRowChunks; at += 128) {
+    const int row = at / kRowChunks, chunk = at % kRowChunks;
+    if (row < rows_valid)
+      nv::copy_shared_to_global_16(task.out + (wg * 64 + row) * task.out_stride + chunk * 8,
+                                   o_smem + (chunk / 8) * kTileQ * 128 + row * 128 + (((chunk % 8) ^ (row % 8)) * 16));
   }
 }
 

@@ -144,6 +144,19 @@ MLAGEN_DEVICE u32 shared_address(const void *p) {
   return (u32)__cvta_generic_to_shared(p);
 }
 
+MLAGEN_DEVICE void store_shared_u32(u32 addr, u32 v) {
+  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
+
+// 16 bytes from shared memory to global memory (through registers).
+MLAGEN_DEVICE void copy_shared_to_global_16(void *dst, u32 src) {
+  asm volatile("{ .reg .b32 a, b, c, d;\n"
+               " ld.shared.v4.b32 {a, b, c, d}, [%1];\n"
+               " st.global.v4.b32 [%0], {a, b, c, d}; }" ::"l"(dst),
+               "r"(src)
+               : "memory");
+}
+
 // 16-byte global -> shared copy that bypasses L1. With `fill` false nothing
 // is read and the destination is zero-filled (rows past the sequence end).
 MLAGEN_DEVICE void cp_async_16(u32 dst, const void *src, bool fill) {
