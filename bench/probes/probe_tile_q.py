@@ -4,10 +4,8 @@
 # (comma-separated labels).
 # Run from the repo root: MLAGEN_LIBRARY=carry/libmlagen.so python3 bench/probes/probe_tile_q.py
 import os, sys, torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
 sys.path.insert(0, "bench")
-from bench_prefill import bench, flops, mlagen_fn
+from bench_prefill import bench, flops, mlagen_fn, sdpa_fns
 import mlagen
 
 rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
@@ -31,13 +29,7 @@ for label, lens, h, hkv, dqk, dv, causal in shapes:
         continue
     fl = flops(lens, h, causal, dqk, dv)
     fns = {t: mlagen_fn(rt, "sm_90a", lens, h, causal, dqk, dv, hkv, t) for t in tile_qs}
-    b, n = len(lens), lens[0]
-    q = torch.randn(b, h, n, dqk, device="cuda", dtype=torch.bfloat16)
-    k = torch.randn(b, h, n, dqk, device="cuda", dtype=torch.bfloat16)
-    v = torch.randn(b, h, n, dv, device="cuda", dtype=torch.bfloat16)
-    def cudnn():
-        with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
-            F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    cudnn = sdpa_fns(lens, h, causal, dqk, dv)["cudnn"]
     res = {t: [] for t in tile_qs}
     res["cudnn"] = []
     for _ in range(int(os.environ.get("ROUNDS", "2"))):
@@ -45,5 +37,5 @@ for label, lens, h, hkv, dqk, dv, causal in shapes:
             res[t].append(fl / bench(fns[t]) / 1e9)
         res["cudnn"].append(fl / bench(cudnn) / 1e9)
     print(label, " | ".join(f"{key}: " + ", ".join(f"{x:.1f}" for x in xs) for key, xs in res.items()), flush=True)
-    del q, k, v, fns
+    del cudnn, fns
     torch.cuda.empty_cache()
