@@ -49,6 +49,21 @@ mla.prefill @sm_90a_d128 qk_head_dim = 128, v_head_dim = 128, q_heads = 32, kv_h
 
 // -----
 
+// A pinned tile_q of 192 takes three consumers only where they fit (d64
+// above); elsewhere it is mma.sync's 12 warps. A v head dim in more slabs
+// than qk's (the output is staged in Q's slabs) also goes to mma.sync.
+// CHECK-LABEL: mla.prefill @sm_90a_d256_pinned_192
+//  CHECK-SAME:   tiling = <tile_q = 192, tile_k = {{[0-9]+}}, warps = 12, wave_size = 32, stages = {{[0-9]}}, mma_m = 16,
+// CHECK-LABEL: mla.prefill @sm_90a_d64_pinned_192
+//  CHECK-SAME:   tiling = <tile_q = 192, tile_k = 128, warps = 16, wave_size = 32, stages = 2, mma_m = 64,
+// CHECK-LABEL: mla.prefill @sm_90a_64x128
+//  CHECK-SAME:   mma_m = 16, mma_n = 8, mma_k = 16>,
+mla.prefill @sm_90a_d256_pinned_192 qk_head_dim = 256, v_head_dim = 256, q_heads = 16, kv_heads = 8, mask = causal, tile_q = 192, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+mla.prefill @sm_90a_d64_pinned_192 qk_head_dim = 64, v_head_dim = 64, q_heads = 32, kv_heads = 8, mask = causal, tile_q = 192, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+mla.prefill @sm_90a_64x128 qk_head_dim = 64, v_head_dim = 128, q_heads = 16, kv_heads = 16, mask = causal, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+
+// -----
+
 // Too big for shared memory: give up the second stage, then halve tile_k,
 // then tile_q, until it fits.
 // sm_90a, 576/512: the wide V rules out the wgmma kernel; for mma.sync one

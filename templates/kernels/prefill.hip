@@ -507,7 +507,8 @@ constexpr int kFewKeys = 128;
 // wgmma N of O += P V: 128 or 64 columns; a head dim that is not a
 // multiple of 64 in one product up to 128 (80, 96, 112: narrower chunks
 // spill at 80 and 112), else in chunks of 32 or 16.
-constexpr int kOChunkN = kHeadDimV % 128 == 0  ? 128
+constexpr int kOChunkN = !kWarpSpecialized        ? 16 // (unused; any head dim compiles)
+                         : kHeadDimV % 128 == 0 ? 128
                          : kHeadDimV % 64 == 0 ? 64
                          : kHeadDimV <= 128    ? kHeadDimV
                          : kHeadDimV % 32 == 0 ? 32

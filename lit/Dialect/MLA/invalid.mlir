@@ -116,6 +116,28 @@ mla.prefill @p qk_head_dim = 128, v_head_dim = 128, q_heads = 8, kv_heads = 8, m
 
 // -----
 
+// The wgmma kernel's limits: up to three consumer warpgroups, its key tiles,
+// and head dims whose output fits the Q tile's slabs.
+// expected-error @+1 {{tiling 'tile_q' (256) must be at most 192 with 'mma_m' 64: up to three consumer warpgroups}}
+mla.prefill @p qk_head_dim = 128, v_head_dim = 128, q_heads = 8, kv_heads = 8, mask = none, arch = sm_90a, tiling = <tile_q = 256, tile_k = 64, warps = 20, wave_size = 32, stages = 2, mma_m = 64, mma_n = 64, mma_k = 16>, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+
+// -----
+
+// expected-error @+1 {{tiling 'tile_k' (112) must be 64, 80, 96 or 128 with 'mma_m' 64}}
+mla.prefill @p qk_head_dim = 128, v_head_dim = 128, q_heads = 8, kv_heads = 8, mask = none, arch = sm_90a, tiling = <tile_q = 128, tile_k = 112, warps = 12, wave_size = 32, stages = 2, mma_m = 64, mma_n = 64, mma_k = 16>, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+
+// -----
+
+// expected-error @+1 {{head dims 64/128 do not suit the wgmma tiling (mma_m 64): it needs qk_head_dim >= 64, v_head_dim in [64, 256], and v_head_dim in no more 64-column slabs than qk_head_dim}}
+mla.prefill @p qk_head_dim = 64, v_head_dim = 128, q_heads = 8, kv_heads = 8, mask = none, arch = sm_90a, tiling = <tile_q = 128, tile_k = 128, warps = 12, wave_size = 32, stages = 2, mma_m = 64, mma_n = 64, mma_k = 16>, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+
+// -----
+
+// expected-error @+1 {{head dims 48/48 do not suit the wgmma tiling}}
+mla.prefill @p qk_head_dim = 48, v_head_dim = 48, q_heads = 8, kv_heads = 8, mask = none, arch = sm_90a, tiling = <tile_q = 128, tile_k = 128, warps = 12, wave_size = 32, stages = 2, mma_m = 64, mma_n = 64, mma_k = 16>, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
+
+// -----
+
 // expected-error @+1 {{tiling 'tile_k' (24) must be a multiple of 'mma_n' (8) and 'mma_k' (16)}}
 mla.prefill @p qk_head_dim = 128, v_head_dim = 128, q_heads = 8, kv_heads = 8, mask = none, arch = sm_90a, tiling = <tile_q = 128, tile_k = 24, warps = 8, wave_size = 32, stages = 2, mma_m = 16, mma_n = 8, mma_k = 16>, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen
 

@@ -55,6 +55,13 @@ LogicalResult TilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << ") must be 4 * ('tile_q' (" << tileQ
                        << ") / 64 + 1) with 'mma_m' 64: a producer warpgroup "
                           "and a consumer warpgroup per 64 query rows";
+  if (mmaM == 64 && tileQ > 192)
+    return emitError() << "tiling 'tile_q' (" << tileQ
+                       << ") must be at most 192 with 'mma_m' 64: up to three "
+                          "consumer warpgroups";
+  if (mmaM == 64 && tileK != 64 && tileK != 80 && tileK != 96 && tileK != 128)
+    return emitError() << "tiling 'tile_k' (" << tileK
+                       << ") must be 64, 80, 96 or 128 with 'mma_m' 64";
   if (mmaM != 64 && tileQ != warps * mmaM)
     return emitError() << "tiling 'tile_q' (" << tileQ
                        << ") must equal 'warps' (" << warps << ") * 'mma_m' ("

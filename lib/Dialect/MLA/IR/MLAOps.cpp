@@ -43,6 +43,12 @@ int64_t PrefillOp::getSharedBytes(int64_t tileQ, int64_t tileK,
   return 2 * (tileQ * qkRow + stages * tileK * (qkRow + vRow));
 }
 
+bool PrefillOp::fitsWarpgroupKernel() {
+  const int64_t qk = getQkHeadDim(), v = getVHeadDim();
+  return qk >= 64 && v >= 64 && v <= 256 &&
+         llvm::alignTo(v, 64) <= llvm::alignTo(qk, 64);
+}
+
 int64_t PrefillOp::getSharedBytes(TilingAttr tiling) {
   return getSharedBytes(tiling.getTileQ(), tiling.getTileK(),
                         tiling.getStages(), tiling.getMmaM() == 64);
@@ -98,6 +104,12 @@ LogicalResult PrefillOp::verify() {
                            << mmaK << "; of 16 where mma_k is 32) and "
                            << "'v_head_dim' (" << getVHeadDim()
                            << ") of its 'mma_n' (" << mmaN << ")";
+    if (tiling.getMmaM() == 64 && !fitsWarpgroupKernel())
+      return emitOpError()
+             << "head dims " << getQkHeadDim() << "/" << getVHeadDim()
+             << " do not suit the wgmma tiling (mma_m 64): it needs "
+                "qk_head_dim >= 64, v_head_dim in [64, 256], and v_head_dim "
+                "in no more 64-column slabs than qk_head_dim";
   }
 
   if (LaunchAttr launch = getLaunchAttr()) {

@@ -37,28 +37,29 @@ LogicalResult selectTiling(PrefillOp op, std::optional<Arch> defaultArch) {
   MLIRContext *ctx = op.getContext();
   // sm_90a: the warp-specialised wgmma kernel where its rules hold (head
   // dims of at least one 64-element swizzle slab, the last one possibly
-  // partial; O in registers, two K/V stages, one to three consumer
-  // warpgroups): tile_k 128, else 80 or 64 to fit (d256: 80, as
-  // FlashAttention-3, for the wider S products).
+  // partial, v in no more slabs than qk; O in registers, two K/V stages,
+  // one to three consumer warpgroups): tile_k 128, else 80 or 64 to fit
+  // (d256: 80, as FlashAttention-3, for the wider S products).
   // A v head dim past 128 that is not a multiple of 32 (144, 176, ...)
   // would run P.V in 16-column products, which spill.
   const int32_t vDim = op.getVHeadDim();
-  if (*arch == Arch::SM90A && op.getQkHeadDim() >= 64 && vDim >= 64 &&
-      (vDim <= 128 || vDim % 32 == 0) && vDim <= 256 &&
+  // Head dim 64 with a soft cap and a window spills in two consumer
+  // warpgroups' 240 registers (ptxas, CUDA 13); one consumer has 255.
+  const bool cappedNarrow = op.getSoftCapValue() > 0.0f &&
+                            op.getQkHeadDim() <= 64 && op.getWindowAttr();
+  // Head dim 64 otherwise: three consumers of 160 registers (192 rows),
+  // whose products hide more of each other's softmax, which at this
+  // width costs as much as the products (FlashAttention-3 does the same;
+  // H200: 0.86x -> 0.95x cuDNN at B4 S4096). A window spills there, and
+  // so do fp16's rounding residues for rows that see few keys; so does any
+  // wider head (d256: 1.9 KB), so only these take a pinned tile_q of 192.
+  const bool narrow = op.getQkHeadDim() == 64 && vDim == 64 &&
+                      op.getSoftCapValue() == 0.0f && !op.getWindowAttr() &&
+                      op.getQType() == DType::BF16;
+  if (*arch == Arch::SM90A && op.fitsWarpgroupKernel() &&
+      (vDim <= 128 || vDim % 32 == 0) &&
       (!pinnedTileQ || *pinnedTileQ == 64 || *pinnedTileQ == 128 ||
-       *pinnedTileQ == 192)) {
-    // Head dim 64 with a soft cap and a window spills in two consumer
-    // warpgroups' 240 registers (ptxas, CUDA 13); one consumer has 255.
-    const bool cappedNarrow = op.getSoftCapValue() > 0.0f &&
-                              op.getQkHeadDim() <= 64 && op.getWindowAttr();
-    // Head dim 64 otherwise: three consumers of 160 registers (192 rows),
-    // whose products hide more of each other's softmax, which at this
-    // width costs as much as the products (FlashAttention-3 does the same;
-    // H200: 0.86x -> 0.95x cuDNN at B4 S4096). A window spills there, and
-    // so do fp16's rounding residues for rows that see few keys.
-    const bool narrow = op.getQkHeadDim() == 64 && op.getVHeadDim() == 64 &&
-                        op.getSoftCapValue() == 0.0f && !op.getWindowAttr() &&
-                        op.getQType() == DType::BF16;
+       (*pinnedTileQ == 192 && narrow))) {
     const int32_t wgTileQ =
         pinnedTileQ.value_or(cappedNarrow ? 64 : narrow ? 192 : 128);
     for (int32_t wgTileK : {128, 80, 64}) {

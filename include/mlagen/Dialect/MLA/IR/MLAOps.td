@@ -89,6 +89,10 @@ def MLA_PrefillOp : MLA_Op<"prefill", [
                            bool warpgroupKernel = false);
     /// The same for a tiling (only the wgmma kernel's have 64-row MMAs).
     int64_t getSharedBytes(TilingAttr tiling);
+    /// Whether the head dims suit sm_90a's wgmma kernel: qk >= 64, v in
+    /// [64, 256], and v in no more 64-column slabs than qk (the output is
+    /// staged in the Q tile's slabs).
+    bool fitsWarpgroupKernel();
   }];
 }
 
