@@ -507,12 +507,13 @@ constexpr int kFewKeys = 128;
 // wgmma N of O += P V: 128 or 64 columns; a head dim that is not a
 // multiple of 64 in one product up to 128 (80, 96, 112: narrower chunks
 // spill at 80 and 112), else in chunks of 32 or 16.
-constexpr int kOChunkN = !kWarpSpecialized        ? 16 // (unused; any head dim compiles)
+// (Another kernel compiles this code unused: 16 divides any head dim.)
+constexpr int kOChunkN = !kWarpSpecialized      ? 16
                          : kHeadDimV % 128 == 0 ? 128
-                         : kHeadDimV % 64 == 0 ? 64
-                         : kHeadDimV <= 128    ? kHeadDimV
-                         : kHeadDimV % 32 == 0 ? 32
-                                               : 16;
+                         : kHeadDimV % 64 == 0  ? 64
+                         : kHeadDimV <= 128     ? kHeadDimV
+                         : kHeadDimV % 32 == 0  ? 32
+                                                : 16;
 constexpr int kOChunks = kHeadDimV / kOChunkN;
 typedef sm90::Wgmma<Elem, kWarpSpecialized ? kTileK : 64> WgmmaS;
 typedef sm90::Wgmma<Elem, kOChunkN> WgmmaO;
@@ -994,9 +995,10 @@ MLAGEN_DEVICE void consume(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem,
   // o[c][4 j + e] = O[row group + 8 (e / 2)][c kOChunkN + 8 j + 2 quad + e % 2].
   // O goes out through this warpgroup's 64 rows of the Q tile, free once its
   // products are done (O fits: kSlabsV <= kSlabsQK), in Q's swizzle (the
-  // 4-byte stores of a warp hit 32 banks), then as 16-byte row chunks: 4-byte
-  // stores straight from the fragments left rows half-written per request
-  // (B32 H16 S512 192/128: 247 TFLOP/s with them, 301 with no output at all).
+  // 4-byte stores of a warp hit 32 banks), then as 16-byte row chunks. Stores
+  // straight from the fragments wrote 16 bytes of each of eight rows a warp
+  // instruction (B32 H16 S512 192/128: 248 TFLOP/s with them, 270 now, 301
+  // with no output at all).
   const u32 o_smem = q_smem + wg * 64 * 128;
   const int wg_row0 = warp_in_wg * 16 + group; // this thread's rows within the warpgroup's 64
 #pragma unroll
