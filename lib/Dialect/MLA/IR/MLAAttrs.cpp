@@ -68,10 +68,10 @@ LogicalResult TilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << mmaM << "): each warp owns mma_m query rows";
   // tile_k is the N of Q.K^T and the K of P.V; a wgmma's N is any multiple
   // of 16 here (the kernel takes tile_k 64, 80, 96 and 128).
-  const int32_t quantumN = mmaM == 64 ? 16 : mmaN;
-  if (tileK % quantumN != 0 || tileK % mmaK != 0)
+  const int32_t granuleN = nGranule(mmaM, mmaN);
+  if (tileK % granuleN != 0 || tileK % mmaK != 0)
     return emitError() << "tiling 'tile_k' (" << tileK
-                       << ") must be a multiple of 'mma_n' (" << quantumN
+                       << ") must be a multiple of 'mma_n' (" << granuleN
                        << (mmaM == 64 ? " for a wgmma" : "")
                        << ") and 'mma_k' (" << mmaK << ")";
   return success();

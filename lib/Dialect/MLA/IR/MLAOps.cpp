@@ -51,7 +51,7 @@ bool PrefillOp::fitsWarpgroupKernel() {
 
 int64_t PrefillOp::getSharedBytes(TilingAttr tiling) {
   return getSharedBytes(tiling.getTileQ(), tiling.getTileK(),
-                        tiling.getStages(), tiling.getMmaM() == 64);
+                        tiling.getStages(), tiling.isWarpgroupMMA());
 }
 
 LogicalResult PrefillOp::verify() {
@@ -95,7 +95,7 @@ LogicalResult PrefillOp::verify() {
     // wgmma kernel (64-row MMA) narrows its P.V products to as few as 16
     // columns where the head dim needs it (80, 112).
     int32_t mmaK = tiling.getMmaK();
-    int32_t mmaN = tiling.getMmaM() == 64 ? 16 : tiling.getMmaN();
+    int32_t mmaN = tiling.getNGranule();
     bool qkFits = getQkHeadDim() % mmaK == 0 ||
                   (mmaK == 32 && getQkHeadDim() % 16 == 0);
     if (!qkFits || getVHeadDim() % mmaN != 0)
@@ -104,7 +104,7 @@ LogicalResult PrefillOp::verify() {
                            << mmaK << "; of 16 where mma_k is 32) and "
                            << "'v_head_dim' (" << getVHeadDim()
                            << ") of its 'mma_n' (" << mmaN << ")";
-    if (tiling.getMmaM() == 64 && !fitsWarpgroupKernel())
+    if (tiling.isWarpgroupMMA() && !fitsWarpgroupKernel())
       return emitOpError()
              << "head dims " << getQkHeadDim() << "/" << getVHeadDim()
              << " do not suit the wgmma tiling (mma_m 64): it needs "

@@ -75,6 +75,15 @@ def MLA_TilingAttr : MLA_Attr<"Tiling", "tiling"> {
                         "int32_t":$mma_n, "int32_t":$mma_k);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Whether the MMA is sm_90a's warpgroup MMA (mma_m 64).
+    bool isWarpgroupMMA() const { return getMmaM() == 64; }
+    /// The granule of an MMA's N: mma_n, but any multiple of 16 for a wgmma.
+    static int32_t nGranule(int32_t mmaM, int32_t mmaN) {
+      return mmaM == 64 ? 16 : mmaN;
+    }
+    int32_t getNGranule() const { return nGranule(getMmaM(), getMmaN()); }
+  }];
 }
 
 def MLA_DecodeTilingAttr : MLA_Attr<"DecodeTiling", "decode_tiling"> {
