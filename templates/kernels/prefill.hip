@@ -515,7 +515,11 @@ constexpr int kOChunkN = !kWarpSpecialized      ? 16
                          : kHeadDimV % 32 == 0  ? 32
                                                 : 16;
 constexpr int kOChunks = kHeadDimV / kOChunkN;
-typedef sm90::Wgmma<Elem, kWarpSpecialized ? kTileK : 64> WgmmaS;
+// A warpgroup whose rows see only the first half of their last tile's keys
+// (a causal block's diagonal, a sequence's end) computes S and P V of that
+// tile on that half alone: m64n64 (or n32) products, half the P V steps.
+constexpr bool kHalfTiles = kTileK == 128 || kTileK == 64;
+constexpr int kSHalfN = kHalfTiles ? kTileK / 2 : 64; // (64: a valid N where unused)
 typedef sm90::Wgmma<Elem, kOChunkN> WgmmaO;
 
 struct Barriers {
@@ -656,14 +660,17 @@ MLAGEN_DEVICE void produce(const Task &task, u32 k_smem, u32 v_smem, const Barri
 }
 
 // Row r of this thread (warp row group + 8 r) holds s[4 j + 2 r + {0, 1}],
-// keys 8 j + 2 quad + {0, 1} of the tile, j < kTileK / 8.
-constexpr int kRowElems = kTileK / 4;
+// keys 8 j + 2 quad + {0, 1} of the tile, j < kTileK / 8. The helpers
+// below take kS = kTileK / 2 accumulators, or half as many for the first
+// half of a tile's keys (kHalfTiles).
 
 // Max and sum of one row's elements through 8 independent partial
 // results: short dependency chains, where a running max / sum would take
 // kRowElems dependent steps.
-static_assert(kRowElems >= 8, "kTileK is at least 32");
-MLAGEN_DEVICE float row_max(const float (&s)[kTileK / 2], int r) {
+static_assert(kTileK >= 32, "kTileK is at least 32");
+template <int kS>
+MLAGEN_DEVICE float row_max(const float (&s)[kS], int r) {
+  constexpr int kRowElems = kS / 2;
   float t[8];
 #pragma unroll
   for (int k = 0; k < 8; ++k)
@@ -673,7 +680,9 @@ MLAGEN_DEVICE float row_max(const float (&s)[kTileK / 2], int r) {
     t[i % 8] = fmaxf(t[i % 8], s[4 * (i / 2) + 2 * r + i % 2]);
   return fmaxf(fmaxf(fmaxf(t[0], t[1]), fmaxf(t[2], t[3])), fmaxf(fmaxf(t[4], t[5]), fmaxf(t[6], t[7])));
 }
-MLAGEN_DEVICE float row_sum(const float (&s)[kTileK / 2], int r) {
+template <int kS>
+MLAGEN_DEVICE float row_sum(const float (&s)[kS], int r) {
+  constexpr int kRowElems = kS / 2;
   float t[8];
 #pragma unroll
   for (int k = 0; k < 8; ++k)
@@ -687,7 +696,8 @@ MLAGEN_DEVICE float row_sum(const float (&s)[kTileK / 2], int r) {
 // Sets the invisible elements of a tile to -inf: key k0 + c is visible to
 // row i iff key_begin(i) <= k0 + c < key_end(i); with c = 8 j + e % 2 +
 // 2 quad the comparisons are against constants.
-MLAGEN_DEVICE void apply_mask(float (&s)[kTileK / 2], const Sequence &seq, int row0, int k0, int quad) {
+template <int kS>
+MLAGEN_DEVICE void apply_mask(float (&s)[kS], const Sequence &seq, int row0, int k0, int quad) {
   int lo[2], hi[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -695,7 +705,7 @@ MLAGEN_DEVICE void apply_mask(float (&s)[kTileK / 2], const Sequence &seq, int r
     hi[r] = seq.key_end(row0 + 8 * r) - k0 - 2 * quad;
   }
 #pragma unroll
-  for (int i = 0; i < kTileK / 2; ++i) {
+  for (int i = 0; i < kS; ++i) {
     const int r = (i % 4) / 2;
     const int c = (i / 4) * 8 + i % 2;
     if (c < lo[r] || c >= hi[r])
@@ -705,26 +715,28 @@ MLAGEN_DEVICE void apply_mask(float (&s)[kTileK / 2], const Sequence &seq, int r
 
 // Adds the ALiBi bias to a tile: element i is key k0 + 2 quad + c of row
 // row0 + 8 r, so its distance is a per-row base plus the constant c.
-MLAGEN_DEVICE void apply_alibi(float (&s)[kTileK / 2], const Sequence &seq, const Logits &logits, int row0, int k0,
+template <int kS>
+MLAGEN_DEVICE void apply_alibi(float (&s)[kS], const Sequence &seq, const Logits &logits, int row0, int k0,
                                int quad) {
   int base[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r)
     base[r] = k0 + 2 * quad - seq.diagonal(row0 + 8 * r);
 #pragma unroll
-  for (int i = 0; i < kTileK / 2; ++i)
+  for (int i = 0; i < kS; ++i)
     s[i] = logits.biased(s[i], base[(i % 4) / 2] + (i / 4) * 8 + i % 2);
 }
 
 // Online softmax of one S tile held as wgmma accumulators: soft cap, ALiBi, mask
 // (only tiles that need one, behind a real branch), the two row states of
 // this thread, s -> unnormalised probabilities; returns the O rescale factors.
-MLAGEN_DEVICE void softmax(float (&s)[kTileK / 2], RowState (&rows)[2], float (&alpha)[2], const Task &task,
+template <int kS>
+MLAGEN_DEVICE void softmax(float (&s)[kS], RowState (&rows)[2], float (&alpha)[2], const Task &task,
                            const QueryRows &warp_rows, int row0, int k0, int quad) {
   const Sequence &seq = task.seq;
   if (kSoftCap > 0.0f) {
 #pragma unroll
-    for (int i = 0; i < kTileK / 2; ++i)
+    for (int i = 0; i < kS; ++i)
       s[i] = task.logits.score(s[i]);
   }
   if (kAlibi)
@@ -740,31 +752,35 @@ MLAGEN_DEVICE void softmax(float (&s)[kTileK / 2], RowState (&rows)[2], float (&
     alpha[r] = rows[r].update(tile_max * task.logits.unit, base[r]);
   }
 #pragma unroll
-  for (int i = 0; i < kTileK / 2; ++i)
+  for (int i = 0; i < kS; ++i)
     s[i] = task.logits.exp2_shifted(s[i], base[(i % 4) / 2]);
 #pragma unroll
   for (int r = 0; r < 2; ++r)
     rows[r].sum += row_sum(s, r);
 }
 
-// S = Q K^T of one tile (not waited for). Descriptors advance by adding
-// the byte offset / 16 to their base (addresses stay below 256 KiB, so the
-// 14-bit address field never carries).
-MLAGEN_DEVICE void issue_qk(float (&s)[kTileK / 2], u64 q_desc, u64 k_desc) {
+// S = Q K^T of one tile (not waited for), over its first 2 kS keys (all of
+// them, or half: kHalfTiles). Descriptors advance by adding the byte offset
+// / 16 to their base (addresses stay below 256 KiB, so the 14-bit address
+// field never carries).
+template <int kS>
+MLAGEN_DEVICE void issue_qk(float (&s)[kS], u64 q_desc, u64 k_desc) {
 #pragma unroll
   for (int ks = 0; ks < kQKSteps; ++ks) {
     // Step ks: slab ks / 4, 32 bytes per 16 columns within the 128-byte row.
     const u64 a = q_desc + ((ks / 4) * kTileQ * 128 + (ks % 4) * 32) / 16;
     const u64 b = k_desc + ((ks / 4) * kTileK * 128 + (ks % 4) * 32) / 16;
-    WgmmaS::ss<0>(s, a, b, ks > 0);
+    sm90::Wgmma<Elem, 2 * kS>::template ss<0>(s, a, b, ks > 0);
   }
 }
 
 // The same with Q from registers.
-MLAGEN_DEVICE void issue_qk(float (&s)[kTileK / 2], const u32 (&q)[kQKSteps][4], u64 k_desc) {
+template <int kS>
+MLAGEN_DEVICE void issue_qk(float (&s)[kS], const u32 (&q)[kQKSteps][4], u64 k_desc) {
 #pragma unroll
   for (int ks = 0; ks < kQKSteps; ++ks)
-    WgmmaS::rs<0>(s, q[ks], k_desc + ((ks / 4) * kTileK * 128 + (ks % 4) * 32) / 16, ks > 0);
+    sm90::Wgmma<Elem, 2 * kS>::template rs<0>(s, q[ks], k_desc + ((ks / 4) * kTileK * 128 + (ks % 4) * 32) / 16,
+                                              ks > 0);
 }
 
 // This warp's 16 rows of the swizzled Q tile as A fragments, k-step by
@@ -779,10 +795,11 @@ MLAGEN_DEVICE void load_q_fragments(u32 (&q)[kQKSteps][4], u32 q_smem, int row0,
   }
 }
 
-// O += P V of one tile (not waited for).
+// O += P V of one tile (not waited for), over its first 16 kSteps keys.
+template <int kSteps = kPVSteps>
 MLAGEN_DEVICE void issue_pv(float (&o)[kOChunks][kOChunkN / 2], const u32 (&p)[kPVSteps][4], u64 v_desc) {
 #pragma unroll
-  for (int ps = 0; ps < kPVSteps; ++ps) {
+  for (int ps = 0; ps < kSteps; ++ps) {
 #pragma unroll
     for (int c = 0; c < kOChunks; ++c) {
       // V is [key][column]: keys 16 ps.. start 16 rows of 128 bytes on;
@@ -798,10 +815,10 @@ MLAGEN_DEVICE void issue_pv(float (&o)[kOChunks][kOChunkN / 2], const u32 (&p)[k
 // P = S (probabilities) as 16-bit A fragments: accumulator chunks 2 ps and
 // 2 ps + 1 (keys 16 ps..) are exactly the A fragment of keys 16 ps..16 ps + 15.
 // With kResidue, what that rounding lost instead (p holds the rounded P).
-template <bool kResidue>
-MLAGEN_DEVICE void pack_p(u32 (&p)[kPVSteps][4], const float (&s)[kTileK / 2]) {
+template <bool kResidue, int kS>
+MLAGEN_DEVICE void pack_p(u32 (&p)[kPVSteps][4], const float (&s)[kS]) {
 #pragma unroll
-  for (int ps = 0; ps < kPVSteps; ++ps)
+  for (int ps = 0; ps < kS / 8; ++ps)
 #pragma unroll
     for (int j = 0; j < 4; ++j)
       p[ps][j] = kResidue ? rounding_residue<Elem>(s[8 * ps + 2 * j], s[8 * ps + 2 * j + 1], p[ps][j])
@@ -831,7 +848,7 @@ MLAGEN_DEVICE void turn_end(int wg) {
 // P V is issued twice (rounded P, then its residue) from the fp32 S kept in
 // registers, before S of the next tile; nothing overlaps, but P, S and O
 // fit the register budget.
-template <bool kResidue>
+template <bool kResidue, bool kHalfLast>
 MLAGEN_DEVICE void consume(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem, const Barriers &bars,
                            int first_tile, int num_tiles, int t_begin, int t_end, int wg, int warp_in_wg,
                            int lane) {
@@ -894,12 +911,19 @@ MLAGEN_DEVICE void consume(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem,
     fence_array(p);
   };
 
-  for (int it = 0; it < t_begin; ++it) {
+  // A tile outside this warpgroup's rows' keys (masked for all of them) is
+  // only released; with turn-taking its turn is passed on first, so that
+  // every warpgroup takes num_tiles + 1 turns however few tiles it computes.
+  auto skip_tile = [&](int it) {
+    turn_begin(wg);
+    turn_end(wg);
     wait_full(bars.k_full(it % kStages), it);
     wait_full(bars.v_full(it % kStages), it);
     release_k(it);
     release_v(it);
-  }
+  };
+  for (int it = 0; it < t_begin; ++it)
+    skip_tile(it);
   if (t_begin < t_end) {
     float s[kTileK / 2];
     u32 p[kPVSteps][4];
@@ -910,17 +934,19 @@ MLAGEN_DEVICE void consume(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem,
     if (kQRegs) {
       load_q_fragments(reinterpret_cast<u32(&)[kQKSteps][4]>(q_frag), q_smem, wg * 64 + warp_in_wg * 16, lane);
     }
-    auto qk = [&](int it) {
+    // S of tile it into acc (not waited for): all of its keys into s, or
+    // the first half into s_half (half_last: no row sees the rest).
+    auto qk = [&](auto &acc, int it) {
       if (kQRegs)
-        issue_qk(s, reinterpret_cast<const u32(&)[kQKSteps][4]>(q_frag), k_desc(it));
+        issue_qk(acc, reinterpret_cast<const u32(&)[kQKSteps][4]>(q_frag), k_desc(it));
       else
-        issue_qk(s, q_desc, k_desc(it));
+        issue_qk(acc, q_desc, k_desc(it));
     };
     wait_full(bars.k_full(t_begin % kStages), t_begin);
     sm90::fence_proxy_async();
     turn_begin(wg);
     sm90::wgmma_fence();
-    qk(t_begin);
+    qk(s, t_begin);
     sm90::wgmma_commit();
     turn_end(wg);
     sm90::wgmma_wait<0>();
@@ -929,17 +955,42 @@ MLAGEN_DEVICE void consume(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem,
     softmax(s, rows, alpha, task, warp_rows, warp_q0 + group, (first_tile + t_begin) * kTileK, quad);
     if (!kResidue)
       pack_p<false>(p, s);
-    for (int it = t_begin + 1; it < t_end; ++it) {
-      const int prev = (it - 1) % kStages;
+    // Common path: S of tile it (into acc, s or s_half) with P V of tile
+    // it - 1, then tile it's softmax. A half tile's S has registers of its
+    // own: written into half of s, it made ptxas serialise the products
+    // (C7511).
+    auto step = [&](auto &acc, int it) {
+      sm90::wgmma_fence();
+      qk(acc, it);
+      sm90::wgmma_commit();
+      issue_pv(o, p, v_desc(it - 1));
+      sm90::wgmma_commit();
+      turn_end(wg);
+      sm90::wgmma_wait<1>(); // S of tile it; P V of tile it - 1 may still run
+      fence_array(acc);
+      release_k(it);
+      softmax(acc, rows, alpha, task, warp_rows, warp_q0 + group, (first_tile + it) * kTileK, quad);
+      sm90::wgmma_wait<0>();
+      fence_array(o);
+      fence_array(p);
+      release_v(it - 1);
+      rescale_o(alpha);
+      pack_p<false>(p, acc); // a half tile's P: only its first kPVSteps / 2 steps
+    };
+    auto wait_step = [&](int it) {
       wait_full(bars.k_full(it % kStages), it);
-      wait_full(bars.v_full(prev), it - 1);
+      wait_full(bars.v_full((it - 1) % kStages), it - 1);
       sm90::fence_proxy_async();
       turn_begin(wg);
+    };
+    // kHalfLast: the last tile's step is taken apart, below.
+    for (int it = t_begin + 1; it < t_end - kHalfLast; ++it) {
+      wait_step(it);
       if (kResidue) {
         pv_with_residue(p, s, v_desc(it - 1));
         release_v(it - 1);
         sm90::wgmma_fence();
-        qk(it);
+        qk(s, it);
         sm90::wgmma_commit();
         turn_end(wg);
         sm90::wgmma_wait<0>();
@@ -948,23 +999,13 @@ MLAGEN_DEVICE void consume(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem,
         softmax(s, rows, alpha, task, warp_rows, warp_q0 + group, (first_tile + it) * kTileK, quad);
         rescale_o(alpha);
       } else {
-        sm90::wgmma_fence();
-        qk(it);
-        sm90::wgmma_commit();
-        issue_pv(o, p, v_desc(it - 1));
-        sm90::wgmma_commit();
-        turn_end(wg);
-        sm90::wgmma_wait<1>(); // S of tile it; P V of tile it - 1 may still run
-        fence_array(s);
-        release_k(it);
-        softmax(s, rows, alpha, task, warp_rows, warp_q0 + group, (first_tile + it) * kTileK, quad);
-        sm90::wgmma_wait<0>();
-        fence_array(o);
-        fence_array(p);
-        release_v(it - 1);
-        rescale_o(alpha);
-        pack_p<false>(p, s);
+        step(s, it);
       }
+    }
+    if (kHalfLast) {
+      float s_half[kSHalfN / 2];
+      wait_step(t_end - 1);
+      step(s_half, t_end - 1);
     }
     const int last = t_end - 1;
     wait_full(bars.v_full(last % kStages), last);
@@ -975,7 +1016,7 @@ MLAGEN_DEVICE void consume(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem,
       turn_end(wg);
     } else {
       sm90::wgmma_fence();
-      issue_pv(o, p, v_desc(last));
+      issue_pv<kHalfLast ? kPVSteps / 2 : kPVSteps>(o, p, v_desc(last)); // a half tile's P is 0 past its half
       sm90::wgmma_commit();
       turn_end(wg);
       sm90::wgmma_wait<0>();
@@ -983,11 +1024,11 @@ MLAGEN_DEVICE void consume(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem,
     }
     release_v(last);
   }
-  for (int it = max_int(t_begin, t_end); it < num_tiles; ++it) {
-    wait_full(bars.k_full(it % kStages), it);
-    wait_full(bars.v_full(it % kStages), it);
-    release_k(it);
-    release_v(it);
+  for (int it = max_int(t_begin, t_end); it < num_tiles; ++it)
+    skip_tile(it);
+  if (t_begin >= t_end && num_tiles > 0) { // no tile of its own: the turn a last product would take
+    turn_begin(wg);
+    turn_end(wg);
   }
   if (kPingPong && wg == 0 && num_tiles > 0)
     sm90::named_barrier_sync(1, 256); // the turn the last warpgroup handed over
@@ -1087,26 +1128,34 @@ MLAGEN_DEVICE void attend(const Task &task, const TensorMaps &maps, u16 *smem) {
   if (kPingPong && wg == kConsumers - 1 && num_tiles > 0)
     sm90::named_barrier_arrive(1, 256); // warpgroup 0 takes the first turn
 
-  // This warpgroup's rows and the block tiles they see: with turn-taking
-  // both warpgroups walk every tile (same number of turns), else only their own.
+  // This warpgroup's rows and the block tiles they see; it computes only
+  // those (with turn-taking it passes its turns on for the others: a causal
+  // block's first warpgroup skipped its last 1-2 tiles' products this way).
   const int wg_q0 = task.q0 + wg * 64;
   const QueryRows wg_rows = {wg_q0, min_int(wg_q0 + 63, seq.len_q - 1)};
   int t_begin = 0, t_end = 0;
   if (wg_q0 < seq.len_q && wg_rows.key_end(seq) > wg_rows.key_begin(seq)) {
-    t_begin = kPingPong ? 0 : wg_rows.key_begin(seq) / kTileK - first_tile;
-    t_end = kPingPong ? num_tiles : ceil_div(wg_rows.key_end(seq), kTileK) - first_tile;
-  } else if (kPingPong) {
-    t_end = num_tiles; // rows past the sequence: masked work, same turns
+    t_begin = wg_rows.key_begin(seq) / kTileK - first_tile;
+    t_end = ceil_div(wg_rows.key_end(seq), kTileK) - first_tile;
   }
   // Rows that see few keys weigh each heavily: add P's 16-bit rounding
   // residue (see warp_mma), one extra P V product per tile. Any warp that
   // warp_mma treats so (<= 64 keys) lies in a warpgroup within kFewKeys.
   const bool few_keys = wg_q0 < seq.len_q && wg_rows.key_end(seq) - wg_rows.key_begin(seq) <= kFewKeys;
+  // Its rows see only the first half of their last tile (kHalfTiles). A
+  // warpgroup with one tile is on the few-keys path, which multiplies whole
+  // tiles, so a half tile is always a loop step's.
+  const bool half_last = kHalfTiles && !few_keys && t_end - t_begin >= 2 &&
+                         wg_rows.key_end(seq) - (first_tile + t_end - 1) * kTileK <= kTileK / 2;
   if (few_keys)
-    consume<true>(task, q_smem, k_smem, v_smem, bars, first_tile, num_tiles, t_begin, t_end, wg, warp_in_wg, lane);
+    consume<true, false>(task, q_smem, k_smem, v_smem, bars, first_tile, num_tiles, t_begin, t_end, wg,
+                         warp_in_wg, lane);
+  else if (half_last)
+    consume<false, true>(task, q_smem, k_smem, v_smem, bars, first_tile, num_tiles, t_begin, t_end, wg,
+                         warp_in_wg, lane);
   else
-    consume<false>(task, q_smem, k_smem, v_smem, bars, first_tile, num_tiles, t_begin, t_end, wg, warp_in_wg,
-                   lane);
+    consume<false, false>(task, q_smem, k_smem, v_smem, bars, first_tile, num_tiles, t_begin, t_end, wg,
+                          warp_in_wg, lane);
 }
 
 } // namespace warpgroup_mma
