@@ -9,7 +9,7 @@ import math, os, statistics as st, sys, torch
 import mlagen
 
 rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
-shapes = [("B32 S512", 32, 512), ("B4 S4096", 4, 4096)]
+shapes = [("B32 S512", 32, 512)]
 H, DQK, DV = 16, 192, 128
 flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
 for label, b, n in shapes:
