@@ -517,9 +517,11 @@ constexpr int kOChunkN = !kWarpSpecialized      ? 16
 constexpr int kOChunks = kHeadDimV / kOChunkN;
 // A warpgroup whose rows see only the first half of their last tile's keys
 // (a causal block's diagonal, a sequence's end) computes S and P V of that
-// tile on that half alone: m64n64 (or n32) products, half the P V steps.
-constexpr bool kHalfTiles = kTileK == 128 || kTileK == 64;
-constexpr int kSHalfN = kHalfTiles ? kTileK / 2 : 64; // (64: a valid N where unused)
+// tile on that half alone: m64n64 products, half the P V steps.
+// 128-key tiles only: every tiling the pass chooses with a half-divisible
+// tile_k (64 would run m64n32 products, which no device test reaches).
+constexpr bool kHalfTiles = kTileK == 128;
+constexpr int kSHalfN = 64;
 typedef sm90::Wgmma<Elem, kOChunkN> WgmmaO;
 
 struct Barriers {
