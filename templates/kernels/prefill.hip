@@ -445,8 +445,9 @@ MLAGEN_DEVICE void attend(const Task &task, u16 *smem) {
 // (and Q, unless Q fits in registers) from shared memory; P stays in
 // registers as the A operand of O += P V, whose B (V, MN-major) is read
 // transposed from shared memory. A consumer issues S of tile j with P V of
-// tile j - 1; with two consumers, named barriers make their products take
-// turns, so that one warpgroup's softmax runs under the other's products.
+// tile j - 1; with two or three consumers, named barriers make their
+// products take turns, so that one warpgroup's softmax runs under the
+// others' products.
 // With tensor maps of k and v from the host, K and V tiles arrive by bulk
 // tensor copies (TMA) instead (produce_bulk); Q always by cp.async.
 namespace warpgroup_mma {
@@ -516,12 +517,16 @@ constexpr int kOChunkN = !kWarpSpecialized      ? 16
                                                 : 16;
 constexpr int kOChunks = kHeadDimV / kOChunkN;
 // A warpgroup whose rows see only the first half of their last tile's keys
-// (a causal block's diagonal, a sequence's end) computes S and P V of that
-// tile on that half alone: m64n64 products, half the P V steps.
-// 128-key tiles only: every tiling the pass chooses with a half-divisible
-// tile_k (64 would run m64n32 products, which no device test reaches).
-constexpr bool kHalfTiles = kTileK == 128;
-constexpr int kSHalfN = 64;
+// (d64's three consumers: 192 rows against 128-key tiles; a sequence's end)
+// computes S and P V of that tile on that half alone: m64n64 products, half
+// the P V steps. Three consumers on 128-key tiles only: there it gains
+// (H200, d64 B8 S2048 335 -> 352 TFLOP/s with the skipped tiles below);
+// kernels of two consumers ran 1-2.5% slower with it (d80, d96, d128)
+// though their first warpgroup computed less, and 64-key tiles (m64n32) are
+// never chosen for three consumers, so no device test would reach them.
+constexpr bool kHalfTiles = kTileK == 128 && kConsumers == 3;
+constexpr int kSHalfN = kHalfTiles ? kTileK / 2 : 64; // (64: a valid N where unused)
+static_assert(!kHalfTiles || kSHalfN % 16 == 0, "a half tile is whole P V steps");
 typedef sm90::Wgmma<Elem, kOChunkN> WgmmaO;
 
 struct Barriers {
@@ -662,9 +667,9 @@ MLAGEN_DEVICE void produce(const Task &task, u32 k_smem, u32 v_smem, const Barri
 }
 
 // Row r of this thread (warp row group + 8 r) holds s[4 j + 2 r + {0, 1}],
-// keys 8 j + 2 quad + {0, 1} of the tile, j < kTileK / 8. The helpers
-// below take kS = kTileK / 2 accumulators, or half as many for the first
-// half of a tile's keys (kHalfTiles).
+// keys 8 j + 2 quad + {0, 1} of the tile, j < kS / 4. The helpers below
+// take kS = kTileK / 2 accumulators, or kSHalfN / 2 for the first half of a
+// tile's keys (kHalfTiles).
 
 // Max and sum of one row's elements through 8 independent partial
 // results: short dependency chains, where a running max / sum would take
@@ -672,6 +677,7 @@ MLAGEN_DEVICE void produce(const Task &task, u32 k_smem, u32 v_smem, const Barri
 static_assert(kTileK >= 32, "kTileK is at least 32");
 template <int kS>
 MLAGEN_DEVICE float row_max(const float (&s)[kS], int r) {
+  static_assert(kS >= 16, "8 partial maxima of a row's kS / 2 elements");
   constexpr int kRowElems = kS / 2;
   float t[8];
 #pragma unroll
@@ -684,6 +690,7 @@ MLAGEN_DEVICE float row_max(const float (&s)[kS], int r) {
 }
 template <int kS>
 MLAGEN_DEVICE float row_sum(const float (&s)[kS], int r) {
+  static_assert(kS >= 16, "8 partial sums of a row's kS / 2 elements");
   constexpr int kRowElems = kS / 2;
   float t[8];
 #pragma unroll
@@ -1018,7 +1025,9 @@ MLAGEN_DEVICE void consume(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem,
       turn_end(wg);
     } else {
       sm90::wgmma_fence();
-      issue_pv<kHalfLast ? kPVSteps / 2 : kPVSteps>(o, p, v_desc(last)); // a half tile's P is 0 past its half
+      // A half tile's P covers its first kSHalfN keys (pack_p wrote p[0 ..
+      // kSHalfN / 16); the rest of p is the previous tile's, not read).
+      issue_pv<kHalfLast ? kSHalfN / 16 : kPVSteps>(o, p, v_desc(last));
       sm90::wgmma_commit();
       turn_end(wg);
       sm90::wgmma_wait<0>();
@@ -1034,6 +1043,10 @@ MLAGEN_DEVICE void consume(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem,
   }
   if (kPingPong && wg == 0 && num_tiles > 0)
     sm90::named_barrier_sync(1, 256); // the turn the last warpgroup handed over
+  // A warpgroup without tiles never waited for Q, yet stages into its Q rows
+  // below: its last turn comes after the turn of the warpgroup holding the
+  // block's last row, which has tiles and waited for Q first, so Q's copies
+  // have landed by now.
 
   // o[c][4 j + e] = O[row group + 8 (e / 2)][c kOChunkN + 8 j + 2 quad + e % 2].
   // O goes out through this warpgroup's 64 rows of the Q tile, free once its
@@ -1130,15 +1143,23 @@ MLAGEN_DEVICE void attend(const Task &task, const TensorMaps &maps, u16 *smem) {
   if (kPingPong && wg == kConsumers - 1 && num_tiles > 0)
     sm90::named_barrier_arrive(1, 256); // warpgroup 0 takes the first turn
 
-  // This warpgroup's rows and the block tiles they see; it computes only
-  // those (with turn-taking it passes its turns on for the others: a causal
-  // block's first warpgroup skipped its last 1-2 tiles' products this way).
+  // This warpgroup's rows and the block tiles they see. One or three
+  // consumers compute only those (three pass their turns on for the
+  // others: on 192 rows against 128-key tiles a causal block's first
+  // warpgroup skips a tile this way; H200, d64 B8 S2048 335 -> 346 TFLOP/s).
+  // Two consumers walk every tile (rows past the sequence: masked work, the
+  // same turns): computing only their own made those kernels 1-3% slower
+  // (d80, d128, Llama, MLA at S512), though with 128 rows against 128-key
+  // tiles it skipped nothing there.
+  constexpr bool kEveryTile = kConsumers == 2;
   const int wg_q0 = task.q0 + wg * 64;
   const QueryRows wg_rows = {wg_q0, min_int(wg_q0 + 63, seq.len_q - 1)};
   int t_begin = 0, t_end = 0;
   if (wg_q0 < seq.len_q && wg_rows.key_end(seq) > wg_rows.key_begin(seq)) {
-    t_begin = wg_rows.key_begin(seq) / kTileK - first_tile;
-    t_end = ceil_div(wg_rows.key_end(seq), kTileK) - first_tile;
+    t_begin = kEveryTile ? 0 : wg_rows.key_begin(seq) / kTileK - first_tile;
+    t_end = kEveryTile ? num_tiles : ceil_div(wg_rows.key_end(seq), kTileK) - first_tile;
+  } else if (kEveryTile) {
+    t_end = num_tiles;
   }
   // Rows that see few keys weigh each heavily: add P's 16-bit rounding
   // residue (see warp_mma), one extra P V product per tile. Any warp that
@@ -1152,7 +1173,7 @@ MLAGEN_DEVICE void attend(const Task &task, const TensorMaps &maps, u16 *smem) {
   if (few_keys)
     consume<true, false>(task, q_smem, k_smem, v_smem, bars, first_tile, num_tiles, t_begin, t_end, wg,
                          warp_in_wg, lane);
-  else if (half_last)
+  else if (kHalfTiles && half_last)
     consume<false, true>(task, q_smem, k_smem, v_smem, bars, first_tile, num_tiles, t_begin, t_end, wg,
                          warp_in_wg, lane);
   else
