@@ -37,11 +37,12 @@ def flops(lens, heads, causal, dqk, dv):
     return f / 2 if causal else f
 
 
-def mlagen_fn(rt, arch, lens, heads, causal, dqk, dv, hkv, tile_q=0):
-    """tile_q: 0 lets the compiler choose, else pinned (for A/B probes)."""
+def mlagen_fn(rt, arch, lens, heads, causal, dqk, dv, hkv, tile_q=0, extra=""):
+    """tile_q: 0 lets the compiler choose, else pinned (for A/B probes);
+    extra: more signature fields (e.g. "window=4095,0 softcap=50")."""
     kernel = rt.kernel(f"prefill qk={dqk} v={dv} hq={heads} hkv={hkv} "
                        f"mask={'causal' if causal else 'none'} lse=1 q=bf16 kv=bf16 out=bf16 arch={arch}"
-                       + (f" tile_q={tile_q}" if tile_q else ""))
+                       + (f" tile_q={tile_q}" if tile_q else "") + (f" {extra}" if extra else ""))
     total = sum(lens)
     q = torch.randn(total, heads, dqk, device="cuda", dtype=torch.bfloat16)
     k = torch.randn(total, hkv, dqk, device="cuda", dtype=torch.bfloat16)
