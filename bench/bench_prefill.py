@@ -37,6 +37,17 @@ def flops(lens, heads, causal, dqk, dv):
     return f / 2 if causal else f
 
 
+def write_results(stem, rows, md):
+    """STEM.json (the rows, with the GPU) and STEM.md (the table `md`, a list
+    of lines) under $OUT (or /tmp); prints the table."""
+    out_dir = os.environ.get("OUT", "/tmp")
+    with open(os.path.join(out_dir, stem + ".json"), "w") as f:
+        json.dump(dict(gpu=torch.cuda.get_device_name(), rows=rows), f, indent=1)
+    with open(os.path.join(out_dir, stem + ".md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    print("\n".join(md))
+
+
 def mlagen_fn(rt, arch, lens, heads, causal, dqk, dv, hkv, tile_q=0, extra=""):
     """tile_q: 0 lets the compiler choose, else pinned (for A/B probes);
     extra: more signature fields (e.g. "window=4095,0 softcap=50")."""
@@ -132,12 +143,7 @@ def main():
         ratio = (f"{r['mlagen'] / r['cudnn']:.2f}" if isinstance(r.get("mlagen"), float)
                  and isinstance(r.get("cudnn"), float) else "-")
         md.append(f"| {r['shape']} | " + " | ".join(cells) + f" | {ratio} |")
-    out_dir = os.environ.get("OUT", "/tmp")
-    with open(os.path.join(out_dir, "prefill_bench.json"), "w") as f:
-        json.dump(dict(gpu=torch.cuda.get_device_name(), rows=rows), f, indent=1)
-    with open(os.path.join(out_dir, "prefill_bench.md"), "w") as f:
-        f.write("\n".join(md) + "\n")
-    print("\n".join(md))
+    write_results("prefill_bench", rows, md)
 
 
 if __name__ == "__main__":

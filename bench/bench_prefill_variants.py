@@ -11,8 +11,6 @@ TFLOP/s count the (query, key) pairs each mask lets through:
 FlexAttention outside the timing. mlagen and FlexAttention alternate for
 three rounds per shape; medians.
 """
-import json
-import math
 import os
 import statistics
 import sys
@@ -21,7 +19,7 @@ import torch
 from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_prefill import ROUNDS, bench, mlagen_fn  # noqa: E402
+from bench_prefill import ROUNDS, bench, mlagen_fn, write_results  # noqa: E402
 
 import mlagen  # noqa: E402
 
@@ -83,12 +81,7 @@ def main():
           "", "| shape | mlagen | FlexAttention | mlagen / flex |", "|---|---|---|---|"]
     for r in rows:
         md.append(f"| {r['shape']} | {r['mlagen']} | {r['flex']} | {r['mlagen'] / r['flex']:.2f} |")
-    out_dir = os.environ.get("OUT", "/tmp")
-    with open(os.path.join(out_dir, "prefill_variants.json"), "w") as f:
-        json.dump(dict(gpu=torch.cuda.get_device_name(), rows=rows), f, indent=1)
-    with open(os.path.join(out_dir, "prefill_variants.md"), "w") as f:
-        f.write("\n".join(md) + "\n")
-    print("\n".join(md))
+    write_results("prefill_variants", rows, md)
 
 
 if __name__ == "__main__":

@@ -984,7 +984,7 @@ MLAGEN_DEVICE void consume(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem,
       fence_array(p);
       release_v(it - 1);
       rescale_o(alpha);
-      pack_p<false>(p, acc); // a half tile's P: only its first kPVSteps / 2 steps
+      pack_p<false>(p, acc); // a half tile's P: only its first kSHalfN / 16 steps
     };
     auto wait_step = [&](int it) {
       wait_full(bars.k_full(it % kStages), it);
@@ -1173,7 +1173,7 @@ MLAGEN_DEVICE void attend(const Task &task, const TensorMaps &maps, u16 *smem) {
   if (few_keys)
     consume<true, false>(task, q_smem, k_smem, v_smem, bars, first_tile, num_tiles, t_begin, t_end, wg,
                          warp_in_wg, lane);
-  else if (kHalfTiles && half_last)
+  else if (half_last)
     consume<false, true>(task, q_smem, k_smem, v_smem, bars, first_tile, num_tiles, t_begin, t_end, wg,
                          warp_in_wg, lane);
   else
