@@ -40,7 +40,7 @@ constexpr float kLn2 = 0.693147180559945309f;
 MLAGEN_CONSTEXPR int ceil_div(int a, int b) { return (a + b - 1) / b; }
 MLAGEN_CONSTEXPR int min_int(int a, int b) { return a < b ? a : b; }
 MLAGEN_CONSTEXPR int max_int(int a, int b) { return a > b ? a : b; }
-MLAGEN_DEVICE float max_float(float a, float b) { return a > b ? a : b; }
+// max_float(a, b): in the target preludes.
 
 MLAGEN_DEVICE u32 float_bits(float x) { return __builtin_bit_cast(u32, x); }
 
