@@ -453,8 +453,15 @@ MLAGEN_DEVICE void fence_array(T (&x)[N][M]) {
 // c ^ (r % 8), 1024-byte aligned groups of 8 rows (the stride byte offset).
 // `lbo` is the distance between 64-element slabs along a MN-major operand's
 // N; K-major operands ignore it.
+// The high word of every descriptor here: stride 1024 bytes, 128-byte
+// swizzle. The wgmma wrappers below take the low words of their
+// descriptors and pair them with it in PTX: a descriptor advanced by an
+// offset keeps its high word (the start address stays under 256 KB), and
+// so the compiler adds in 32 bits, one uniform add a descriptor instead of
+// an add with carry and a move of the high word.
+constexpr u32 kDescSw128High = (1024 >> 4) | (1u << 30);
 MLAGEN_DEVICE u64 smem_desc_sw128(u32 addr, u32 lbo) {
-  return (u64)((addr & 0x3ffffu) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)(1024 >> 4) << 32) | (1ull << 62);
+  return (u64)((addr & 0x3ffffu) >> 4) | ((u64)(lbo >> 4) << 16) | ((u64)kDescSw128High << 32);
 }
 
 // Accumulator operand lists for the wgmma wrappers below.
@@ -483,39 +490,42 @@ MLAGEN_DEVICE u64 smem_desc_sw128(u32 addr, u32 lbo) {
 // fragment, registers (rs). `accumulate` 0 overwrites d.
 template <class T, int N>
 struct Wgmma;
-#define MLAGEN_WGMMA(T, TS, N, ACC, DREGS, R0, R1, R2, R3, R4, R5, R6) \
+#define MLAGEN_WGMMA(T, TS, N, ACC, DREGS, R0, R1, R2, R3, R4, R5, R6, R7) \
   template <> \
   struct Wgmma<T, N> { \
     template <int kTransB, int kTransA = 0> \
     MLAGEN_DEVICE static void ss(float (&d)[N / 2], u64 a, u64 b, int accumulate) { \
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" R2 ", 0;\n" \
+      asm volatile("{\n.reg .pred p;\n.reg .b64 da, db;\nsetp.ne.b32 p, %" R2 ", 0;\n" \
+                   "mov.b64 da, {%" R0 ", %" R5 "};\nmov.b64 db, {%" R1 ", %" R5 "};\n" \
                    "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TS "." TS " " DREGS \
-                   ", %" R0 ", %" R1 ", p, 1, 1, %" R4 ", %" R3 ";\n}" \
-                   : ACC(d) : "l"(a), "l"(b), "r"(accumulate), "n"(kTransB), "n"(kTransA)); \
+                   ", da, db, p, 1, 1, %" R4 ", %" R3 ";\n}" \
+                   : ACC(d) : "r"((u32)a), "r"((u32)b), "r"(accumulate), "n"(kTransB), "n"(kTransA), \
+                     "r"(kDescSw128High)); \
     } \
     template <int kTransB> \
     MLAGEN_DEVICE static void rs(float (&d)[N / 2], const u32 (&a)[4], u64 b, int accumulate) { \
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" R5 ", 0;\n" \
+      asm volatile("{\n.reg .pred p;\n.reg .b64 db;\nsetp.ne.b32 p, %" R5 ", 0;\n" \
+                   "mov.b64 db, {%" R4 ", %" R7 "};\n" \
                    "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TS "." TS " " DREGS \
-                   ", {%" R0 ", %" R1 ", %" R2 ", %" R3 "}, %" R4 ", p, 1, 1, %" R6 ";\n}" \
-                   : ACC(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate), \
-                     "n"(kTransB)); \
+                   ", {%" R0 ", %" R1 ", %" R2 ", %" R3 "}, db, p, 1, 1, %" R6 ";\n}" \
+                   : ACC(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"((u32)b), "r"(accumulate), \
+                     "n"(kTransB), "r"(kDescSw128High)); \
     } \
   };
-MLAGEN_WGMMA(bf16, "bf16", 16, MLAGEN_ACC8_0, MLAGEN_DREGS16, "8", "9", "10", "11", "12", "13", "14")
-MLAGEN_WGMMA(fp16, "f16", 16, MLAGEN_ACC8_0, MLAGEN_DREGS16, "8", "9", "10", "11", "12", "13", "14")
-MLAGEN_WGMMA(bf16, "bf16", 32, MLAGEN_ACC32, MLAGEN_DREGS32, "16", "17", "18", "19", "20", "21", "22")
-MLAGEN_WGMMA(fp16, "f16", 32, MLAGEN_ACC32, MLAGEN_DREGS32, "16", "17", "18", "19", "20", "21", "22")
-MLAGEN_WGMMA(bf16, "bf16", 64, MLAGEN_ACC64, MLAGEN_DREGS64, "32", "33", "34", "35", "36", "37", "38")
-MLAGEN_WGMMA(fp16, "f16", 64, MLAGEN_ACC64, MLAGEN_DREGS64, "32", "33", "34", "35", "36", "37", "38")
-MLAGEN_WGMMA(bf16, "bf16", 80, MLAGEN_ACC80, MLAGEN_DREGS80, "40", "41", "42", "43", "44", "45", "46")
-MLAGEN_WGMMA(fp16, "f16", 80, MLAGEN_ACC80, MLAGEN_DREGS80, "40", "41", "42", "43", "44", "45", "46")
-MLAGEN_WGMMA(bf16, "bf16", 96, MLAGEN_ACC96, MLAGEN_DREGS96, "48", "49", "50", "51", "52", "53", "54")
-MLAGEN_WGMMA(fp16, "f16", 96, MLAGEN_ACC96, MLAGEN_DREGS96, "48", "49", "50", "51", "52", "53", "54")
-MLAGEN_WGMMA(bf16, "bf16", 112, MLAGEN_ACC112, MLAGEN_DREGS112, "56", "57", "58", "59", "60", "61", "62")
-MLAGEN_WGMMA(fp16, "f16", 112, MLAGEN_ACC112, MLAGEN_DREGS112, "56", "57", "58", "59", "60", "61", "62")
-MLAGEN_WGMMA(bf16, "bf16", 128, MLAGEN_ACC128, MLAGEN_DREGS128, "64", "65", "66", "67", "68", "69", "70")
-MLAGEN_WGMMA(fp16, "f16", 128, MLAGEN_ACC128, MLAGEN_DREGS128, "64", "65", "66", "67", "68", "69", "70")
+MLAGEN_WGMMA(bf16, "bf16", 16, MLAGEN_ACC8_0, MLAGEN_DREGS16, "8", "9", "10", "11", "12", "13", "14", "15")
+MLAGEN_WGMMA(fp16, "f16", 16, MLAGEN_ACC8_0, MLAGEN_DREGS16, "8", "9", "10", "11", "12", "13", "14", "15")
+MLAGEN_WGMMA(bf16, "bf16", 32, MLAGEN_ACC32, MLAGEN_DREGS32, "16", "17", "18", "19", "20", "21", "22", "23")
+MLAGEN_WGMMA(fp16, "f16", 32, MLAGEN_ACC32, MLAGEN_DREGS32, "16", "17", "18", "19", "20", "21", "22", "23")
+MLAGEN_WGMMA(bf16, "bf16", 64, MLAGEN_ACC64, MLAGEN_DREGS64, "32", "33", "34", "35", "36", "37", "38", "39")
+MLAGEN_WGMMA(fp16, "f16", 64, MLAGEN_ACC64, MLAGEN_DREGS64, "32", "33", "34", "35", "36", "37", "38", "39")
+MLAGEN_WGMMA(bf16, "bf16", 80, MLAGEN_ACC80, MLAGEN_DREGS80, "40", "41", "42", "43", "44", "45", "46", "47")
+MLAGEN_WGMMA(fp16, "f16", 80, MLAGEN_ACC80, MLAGEN_DREGS80, "40", "41", "42", "43", "44", "45", "46", "47")
+MLAGEN_WGMMA(bf16, "bf16", 96, MLAGEN_ACC96, MLAGEN_DREGS96, "48", "49", "50", "51", "52", "53", "54", "55")
+MLAGEN_WGMMA(fp16, "f16", 96, MLAGEN_ACC96, MLAGEN_DREGS96, "48", "49", "50", "51", "52", "53", "54", "55")
+MLAGEN_WGMMA(bf16, "bf16", 112, MLAGEN_ACC112, MLAGEN_DREGS112, "56", "57", "58", "59", "60", "61", "62", "63")
+MLAGEN_WGMMA(fp16, "f16", 112, MLAGEN_ACC112, MLAGEN_DREGS112, "56", "57", "58", "59", "60", "61", "62", "63")
+MLAGEN_WGMMA(bf16, "bf16", 128, MLAGEN_ACC128, MLAGEN_DREGS128, "64", "65", "66", "67", "68", "69", "70", "71")
+MLAGEN_WGMMA(fp16, "f16", 128, MLAGEN_ACC128, MLAGEN_DREGS128, "64", "65", "66", "67", "68", "69", "70", "71")
 #undef MLAGEN_WGMMA
 
 // d (+)= A B, m64nNk32 with fp8 e4m3 A and B (fp32 accumulators laid out as
@@ -524,26 +534,29 @@ MLAGEN_WGMMA(fp16, "f16", 128, MLAGEN_ACC128, MLAGEN_DREGS128, "64", "65", "66",
 // 16 warp + lane / 4 + 8 (i % 2), k = 4 (lane % 4) + 16 (i / 2) + byte.
 template <int N>
 struct WgmmaFP8;
-#define MLAGEN_WGMMA_FP8(N, ACC, DREGS, R0, R1, R2, R3, R4, R5) \
+#define MLAGEN_WGMMA_FP8(N, ACC, DREGS, R0, R1, R2, R3, R4, R5, R6) \
   template <> \
   struct WgmmaFP8<N> { \
     MLAGEN_DEVICE static void ss(float (&d)[N / 2], u64 a, u64 b, int accumulate) { \
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" R2 ", 0;\n" \
+      asm volatile("{\n.reg .pred p;\n.reg .b64 da, db;\nsetp.ne.b32 p, %" R2 ", 0;\n" \
+                   "mov.b64 da, {%" R0 ", %" R3 "};\nmov.b64 db, {%" R1 ", %" R3 "};\n" \
                    "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 " DREGS \
-                   ", %" R0 ", %" R1 ", p, 1, 1;\n}" \
-                   : ACC(d) : "l"(a), "l"(b), "r"(accumulate)); \
+                   ", da, db, p, 1, 1;\n}" \
+                   : ACC(d) : "r"((u32)a), "r"((u32)b), "r"(accumulate), "r"(kDescSw128High)); \
     } \
     MLAGEN_DEVICE static void rs(float (&d)[N / 2], const u32 (&a)[4], u64 b, int accumulate) { \
-      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" R5 ", 0;\n" \
+      asm volatile("{\n.reg .pred p;\n.reg .b64 db;\nsetp.ne.b32 p, %" R5 ", 0;\n" \
+                   "mov.b64 db, {%" R4 ", %" R6 "};\n" \
                    "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 " DREGS \
-                   ", {%" R0 ", %" R1 ", %" R2 ", %" R3 "}, %" R4 ", p, 1, 1;\n}" \
-                   : ACC(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate)); \
+                   ", {%" R0 ", %" R1 ", %" R2 ", %" R3 "}, db, p, 1, 1;\n}" \
+                   : ACC(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"((u32)b), "r"(accumulate), \
+                     "r"(kDescSw128High)); \
     } \
   };
-MLAGEN_WGMMA_FP8(16, MLAGEN_ACC8_0, MLAGEN_DREGS16, "8", "9", "10", "11", "12", "13")
-MLAGEN_WGMMA_FP8(32, MLAGEN_ACC32, MLAGEN_DREGS32, "16", "17", "18", "19", "20", "21")
+MLAGEN_WGMMA_FP8(16, MLAGEN_ACC8_0, MLAGEN_DREGS16, "8", "9", "10", "11", "12", "13", "14")
+MLAGEN_WGMMA_FP8(32, MLAGEN_ACC32, MLAGEN_DREGS32, "16", "17", "18", "19", "20", "21", "22")
 // (64: the decode template compiles its e4m3 consumer for every row count.)
-MLAGEN_WGMMA_FP8(64, MLAGEN_ACC64, MLAGEN_DREGS64, "32", "33", "34", "35", "36", "37")
+MLAGEN_WGMMA_FP8(64, MLAGEN_ACC64, MLAGEN_DREGS64, "32", "33", "34", "35", "36", "37", "38")
 #undef MLAGEN_WGMMA_FP8
 
 // Two floats as fp8 e4m3 `hi` plus the e4m3 of what hi rounded away, `lo`
