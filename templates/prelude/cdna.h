@@ -69,11 +69,12 @@ MLAGEN_DEVICE float shfl_xor(float v, int lane_mask) {
       float, __builtin_amdgcn_ds_bpermute(source, __builtin_bit_cast(int, v)));
 }
 
-// The hardware instructions (v_exp_f32, v_log_f32) where the compiler names
-// them; the generic builtins add denormal range reduction we do not need.
 // v_max_f32 (fused into v_max3_f32 where maxima chain) rather than a
 // compare and a select: scores are never NaN (masked ones are -inf).
 MLAGEN_DEVICE float max_float(float a, float b) { return __builtin_fmaxf(a, b); }
+
+// The hardware instructions (v_exp_f32, v_log_f32) where the compiler names
+// them; the generic builtins add denormal range reduction we do not need.
 MLAGEN_DEVICE float exp2_approx(float x) {
 #if __has_builtin(__builtin_amdgcn_exp2f)
   return __builtin_amdgcn_exp2f(x);

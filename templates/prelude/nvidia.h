@@ -45,7 +45,6 @@ MLAGEN_DEVICE float shfl_xor(float v, int lane_mask) {
 }
 MLAGEN_DEVICE bool all_lanes(bool predicate) { return __all_sync(0xffffffffu, predicate); }
 
-// exp2(-inf) = +0, which online softmax relies on.
 // One max.f32 (FMNMX) rather than a compare and a select: the softmax
 // maxima run it on every score. Scores are never NaN (masked ones are
 // -inf), where the two would differ.
@@ -54,6 +53,8 @@ MLAGEN_DEVICE float max_float(float a, float b) {
   asm("max.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
   return r;
 }
+
+// exp2(-inf) = +0, which online softmax relies on.
 MLAGEN_DEVICE float exp2_approx(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
