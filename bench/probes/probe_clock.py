@@ -12,7 +12,7 @@ name = os.environ.get("NAME", "?")
 def sample(fn, secs=3.0):
     for _ in range(20): fn()
     torch.cuda.synchronize()
-    p = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw,temperature.gpu", "--format=csv,noheader,nounits", "-lms", "20"], stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen(["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits", "-lms", "20"], stdout=subprocess.PIPE, text=True)
     t0 = time.time(); n = 0
     a = torch.cuda.Event(enable_timing=True); b = torch.cuda.Event(enable_timing=True)
     a.record()
