@@ -225,8 +225,10 @@ MLAGEN_C_EXPORT int mlagen_decode_planner_sizes(
  * request, its q_len new tokens included; 0 <= batch <= max_batch) into
  * plan (host, plan_ints >= PLAN_INTS). *used_ints (may be NULL): the prefix
  * the kernels read; copy at least that many int32 to the device plan.
- * plan[1] is the plan's partial slot count: pass it as plan_slots; plan[3]
- * its requests merged inside clusters: pass it as plan_groups. */
+ * plan[1] counts the partial slots its reduce merges (requests of more than
+ * two chunks; the decode grid merges pairs): pass it as plan_slots;
+ * plan[3] its requests merged inside clusters: pass it as plan_groups. The
+ * decode kernel counts arrivals in the device plan and leaves it as copied. */
 MLAGEN_C_EXPORT int mlagen_decode_plan(const mlagen_decode_planner *planner,
                                        const int32_t *seq_lens, int batch,
                                        int32_t *plan, size_t plan_ints,
@@ -244,9 +246,9 @@ MLAGEN_C_EXPORT int mlagen_decode_plan(const mlagen_decode_planner *planner,
  * q_scale: fp8 q's per-tensor scale (dequantised q = q_scale * stored;
  * finite, > 0); 16-bit q ignores it (pass 1). kv_scale: an fp8 cache's
  * per-tensor scale (dequantised = kv_scale * stored; finite, > 0); 16-bit
- * caches ignore it (pass 1). plan_slots: the slot count of the plan in
- * device_plan (plan[1] of the host plan), or -1 if unknown; with 0 the
- * reduce, which would merge nothing, is not launched (unless the stream is
+ * caches ignore it (pass 1). plan_slots: the reduce's slot count of the
+ * plan in device_plan (plan[1] of the host plan), or -1 if unknown; with 0
+ * the reduce, which would merge nothing, is not launched (unless the stream is
  * being captured into a graph, whose replays may meet other plans).
  * plan_groups: plan[3] of the host plan, or -1 if unknown; with 0 the
  * decode launches without thread-block clusters (same proviso). Does not

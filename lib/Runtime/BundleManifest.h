@@ -36,7 +36,10 @@ namespace mlagen {
 
 // 3: decode kernels wait for the previous grid (griddepcontrol.wait) and
 // are launched early on sm_90; a format-2 kernel would race.
-inline constexpr int kBundleFormatVersion = 3;
+// 4: decode kernels take merge_arrivals and merge requests whose merge
+// entry counts negative (DECODE_CONTRACT.md); a format-3 kernel would
+// leave those rows unwritten.
+inline constexpr int kBundleFormatVersion = 4;
 
 struct BundleKernelRecord {
   Signature signature;

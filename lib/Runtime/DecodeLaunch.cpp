@@ -74,6 +74,10 @@ Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
                            std::to_string(args.blockTableStride) + ")");
   if (Status status = checkPlanSlots(args.planSlots); !status)
     return status;
+  if (!args.mergeArrivals)
+    return invalidArgument("merge_arrivals is null: bind the device plan with "
+                           "DecodePlanner::bindPlan, which points it into "
+                           "the plan");
   if (args.planGroups < -1)
     return invalidArgument("plan_groups must be >= 0, or -1 for unknown (got " +
                            std::to_string(args.planGroups) + ")");
@@ -181,6 +185,7 @@ Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
                 args.checked ? args.errorFlags : nullptr,
                 args.checked ? static_cast<int>(args.numBlocks) : 0,
                 maxPages};
+  out.params.merge_arrivals = args.mergeArrivals;
 
   const int64_t rows = int64_t(sig.qLen) * code.paddedHeads;
   const KernelEntry &reduce = code.extraEntries[0];

@@ -41,6 +41,9 @@ struct DecodeParams {
   // cp.async instead. Other kernels ignore both.
   int kv_map_ready;
   alignas(64) unsigned char kv_map[128]; // a CUtensorMap
+  // [batch][row blocks] arrival counters of requests merged by their last
+  // chunk (in the plan: DecodePlanner::bindPlan); zero between steps.
+  int *merge_arrivals;
 };
 
 static_assert(sizeof(void *) == 8 && sizeof(long long) == 8,
@@ -73,7 +76,8 @@ static_assert(offsetof(DecodeParams, num_blocks) == 176);
 static_assert(offsetof(DecodeParams, max_pages) == 180);
 static_assert(offsetof(DecodeParams, kv_map_ready) == 184);
 static_assert(offsetof(DecodeParams, kv_map) == 192);
-static_assert(sizeof(DecodeParams) == 320);
+static_assert(offsetof(DecodeParams, merge_arrivals) == 320);
+static_assert(sizeof(DecodeParams) == 384);
 
 } // namespace mlagen
 

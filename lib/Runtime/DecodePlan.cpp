@@ -63,8 +63,8 @@ int64_t blocksPerSM(const Signature &sig, const CodeObject &code) {
   return std::clamp<int64_t>(perSM / (code.sharedBytes + 1024), 1, limit);
 }
 
-bool clusterMergeDisabled() {
-  const char *value = std::getenv("MLAGEN_CLUSTER_MERGE");
+bool disabledByEnvironment(const char *name) {
+  const char *value = std::getenv(name);
   return value && std::strcmp(value, "0") == 0;
 }
 
@@ -120,10 +120,13 @@ Status DecodePlanner::create(const Signature &sig, const CodeObject &code,
   // invariant plans keep the reduce's fixed order. Clusters of two tile
   // every GPC of an H100/H200 (their SM counts are even), so a wave still
   // holds numSMs blocks.
-  if (options.clusterMerge && !clusterMergeDisabled() &&
+  if (options.clusterMerge && !disabledByEnvironment("MLAGEN_CLUSTER_MERGE") &&
       sig.op == OpKind::Decode && code.clusterParts >= 2 &&
       planner.blocksPerChunk_ == 1 && !sig.batchInvariant)
     planner.clusterBlocks_ = 2;
+  planner.gridMerge_ = options.gridMerge &&
+                       !disabledByEnvironment("MLAGEN_GRID_MERGE") &&
+                       sig.op == OpKind::Decode;
 
   const int64_t maxBatch = options.maxBatch, sms = planner.waveBlocks_;
   const int64_t perChunk = planner.blocksPerChunk_;
@@ -174,8 +177,12 @@ Status DecodePlanner::create(const Signature &sig, const CodeObject &code,
   sizes.slotCapacity = static_cast<int>(std::max<int64_t>(1, slots));
   sizes.rows = static_cast<int>(rows);
   sizes.mergeOffset = 4;
+  sizes.arrivalOffset = sizes.mergeOffset + 2 * maxBatch;
+  // Decode kernels take the counters whether or not this planner merges
+  // in the grid (DecodeArgs::mergeArrivals).
+  sizes.arrivalInts = sig.op == OpKind::Decode ? maxBatch * perChunk : 0;
   // Keeps work 16-byte aligned: the kernel reads it as int4.
-  sizes.workOffset = sizes.mergeOffset + roundUp(2 * maxBatch, 4);
+  sizes.workOffset = roundUp(sizes.arrivalOffset + sizes.arrivalInts, 4);
   sizes.planInts = sizes.workOffset + 4 * work;
   sizes.partialLseFloats = sizes.slotCapacity * rows;
   sizes.partialOutFloats = sizes.partialLseFloats * sig.headDimV;
@@ -257,7 +264,7 @@ Status DecodePlanner::plan(const int32_t *seqLens, int batch, int32_t *plan,
   int32_t *merge = plan + sizes_.mergeOffset;
   int32_t *work = plan + sizes_.workOffset;
   const int64_t cluster = clusterBlocks_;
-  int64_t items = 0, slots = 0, groups = 0;
+  int64_t items = 0, slots = 0, reduceSlots = 0, groups = 0;
   for (int b = 0; b < batch; ++b) {
     const int64_t len = seqLens[b], chunks = chunksOf(len, chunk);
     // A request of exactly one cluster's chunks merges in its cluster.
@@ -269,8 +276,14 @@ Status DecodePlanner::plan(const int32_t *seqLens, int batch, int32_t *plan,
                     "decode plan overflows its buffers at request " +
                         std::to_string(b) + " (" + std::to_string(items) +
                         " work items, " + std::to_string(slots) + " slots)");
+    // DECODE_CONTRACT.md: a pair counted -2 merges in the grid. (Its second
+    // block merging more than two chunks alone was slower than the reduce:
+    // bench/notes/decode-wgmma.md, "Pairs merged in the decode grid".)
+    const bool inGrid = usesSlots && gridMerge_ && chunks == 2;
     merge[2 * b] = usesSlots ? static_cast<int32_t>(slots) : -1;
-    merge[2 * b + 1] = usesSlots ? static_cast<int32_t>(chunks) : 0;
+    merge[2 * b + 1] = static_cast<int32_t>(!usesSlots ? 0
+                                            : inGrid   ? -chunks
+                                                       : chunks);
     for (int64_t i = 0; i < chunks; ++i, ++items) {
       int32_t *item = work + 4 * items;
       item[0] = b;
@@ -283,6 +296,8 @@ Status DecodePlanner::plan(const int32_t *seqLens, int batch, int32_t *plan,
     }
     if (usesSlots)
       slots += chunks;
+    if (usesSlots && !inGrid)
+      reduceSlots += chunks;
     groups += inCluster;
   }
   // Longest first (stable): the short tails of requests run last, where
@@ -327,13 +342,18 @@ Status DecodePlanner::plan(const int32_t *seqLens, int batch, int32_t *plan,
         *to++ = listed[i];
   }
   plan[0] = static_cast<int32_t>(items);
-  plan[1] = static_cast<int32_t>(slots);
+  plan[1] = static_cast<int32_t>(reduceSlots);
   plan[2] = batch;
   plan[3] = static_cast<int32_t>(groups);
-  if (summary)
-    *summary = {static_cast<int>(items), static_cast<int>(slots),
-                static_cast<int>(groups), chunk,
-                sizes_.workOffset + 4 * items};
+  if (summary) {
+    *summary = DecodePlanSummary();
+    summary->numWork = static_cast<int>(items);
+    summary->numSlots = static_cast<int>(slots);
+    summary->reduceSlots = static_cast<int>(reduceSlots);
+    summary->mergeGroups = static_cast<int>(groups);
+    summary->chunkKeys = chunk;
+    summary->usedInts = sizes_.workOffset + 4 * items;
+  }
   return Status::ok();
 }
 
@@ -341,6 +361,12 @@ void DecodePlanner::bindPlan(const int32_t *devicePlan, float *partialOut,
                              float *partialLse, DecodeArgs &args) const {
   args.numWork = devicePlan;
   args.merge = devicePlan ? devicePlan + sizes_.mergeOffset : nullptr;
+  // The plan is the caller's device memory: the kernel counts arrivals in
+  // it (DecodePlanner::bindPlan's contract), so the pointer is not const.
+  args.mergeArrivals = devicePlan && sizes_.arrivalInts > 0
+                           ? const_cast<int32_t *>(devicePlan) +
+                                 sizes_.arrivalOffset
+                           : nullptr;
   args.work = devicePlan ? devicePlan + sizes_.workOffset : nullptr;
   args.workCapacity = sizes_.workCapacity;
   args.clusterBlocks = sizes_.clusterBlocks;

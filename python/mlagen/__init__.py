@@ -821,8 +821,9 @@ class DecodePlan:
         self.partial_lse = torch.empty(partial_lse, dtype=torch.float32, device=device)
         self.batch = 0
         self.num_work = 0
-        # Partial slots of the last update's plan; 0 lets a decode skip its
-        # reduce (outside graph capture). -1 before any update.
+        # Partial slots of the last update's plan that the reduce merges
+        # (requests of more than two chunks); 0 lets a decode skip its reduce
+        # (outside graph capture). -1 before any update.
         self.slots = -1
         # Requests of the last update's plan merged inside clusters; 0 lets a
         # decode launch without clusters (outside graph capture).

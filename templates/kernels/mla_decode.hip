@@ -36,6 +36,7 @@ struct mlagen_decode_params {
   int max_pages;    // checked mode: pages of a block-table row
   int kv_map_ready; // 1: kv_map describes the cache (64-row sm_90a blocks, pages of 64 keys)
   alignas(64) unsigned char kv_map[128]; // CUtensorMap for bulk tensor copies of whole pages
+  int *merge_arrivals; // [batch][kRowBlocks] arrival counters, zero between steps
 };
 
 namespace mlagen {
@@ -428,6 +429,10 @@ struct Output {
   float *lse; // the request's lse ([kQLen][kNumQHeads]), or null
   float *partial_out;
   float *partial_lse;
+  // The plan's (not offset by the request: kernel parameters, which need
+  // no registers through the main loop).
+  const int *merge;  // int2 per request: first_slot, num_slots
+  int *arrivals;     // per request and row block
 
   MLAGEN_DEVICE RowOutput row(int g) const {
     RowOutput r;
@@ -447,6 +452,104 @@ struct Output {
       lse[g / kNumHeads * kNumQHeads + g % kNumHeads] = value;
   }
 };
+
+// The reduce's running sums (mlagen_decode_reduce): slot i joins sum i % 8.
+constexpr int kMergeSums = 8;
+
+// Pairs merged in the grid (DECODE_CONTRACT.md): a request of two chunks
+// whose merge entry counts them as -2 is merged by whichever of its two
+// blocks (of a row block) writes its partial second, with
+// mlagen_decode_reduce's arithmetic in its order (the same bits), so the
+// step needs no reduce launch. Called once the block's partial rows are
+// written, by the kWriters threads (tid 0..kWriters-1) that wrote them;
+// `sync` is a barrier over exactly those threads; `scratch` is shared
+// memory free for kPairScratchFloats floats. kPass: positions (a row's
+// column quad) a thread loads at once.
+constexpr int kPairScratchFloats = 4 + 3 * kHeadsPerBlock;
+
+template <int kWriters, int kPass, class Sync>
+MLAGEN_DEVICE void merge_pair_if_second(const Job &job, const Output &output, int tid, float *scratch, Sync sync) {
+  constexpr int kPositions = kHeadsPerBlock * (kHeadDimV / 4) / kWriters; // a thread's
+  static_assert(kWriters >= kHeadsPerBlock && kPositions % kPass == 0, "a row a thread, whole passes");
+  if (job.slot < 0)
+    return; // uniform: the block wrote final rows
+  int *const state = reinterpret_cast<int *>(scratch);
+  float *const weights = scratch + 4;                   // [row][2]
+  float *const scales = weights + 2 * kHeadsPerBlock;   // [row]
+  fence_device(); // this thread's partial rows before the block's arrival
+  sync();         // (and every writer is done with the shared memory)
+  if (tid == 0) {
+    const int first = output.merge[2 * job.batch], count = output.merge[2 * job.batch + 1];
+    int second = 0;
+    if (count == -2) {
+      int *const counter = output.arrivals + job.batch * kRowBlocks + job.row0 / kHeadsPerBlock;
+      second = atomic_add_device(counter, 1) == 1;
+      if (second)
+        *counter = 0; // ready for the next step, or a graph's replay
+    }
+    state[0] = second;
+    state[1] = first;
+  }
+  sync();
+  if (!state[0])
+    return; // the reduce merges the request, or the partner does
+  fence_device(); // the partner's partial, after its arrival
+  const int first = state[1];
+  Output final_rows = output;
+  final_rows.slot = -1;
+
+  // A row's weights (merge_row's: w_i = exp(lse_i - max lse), totalled in
+  // slot order), its scale and its LSE.
+  if (tid < kHeadsPerBlock) {
+    const int g = job.row0 + tid;
+    const float *lse_of = output.partial_lse + (long long)first * kRows + g;
+    const bool real = is_real_row(g);
+    const float l0 = real ? load_l2_f32(lse_of) : kNegInf, l1 = real ? load_l2_f32(lse_of + kRows) : kNegInf;
+    const float max_lse = max_float(l0, l1);
+    const float shift = max_lse == kNegInf ? 0.0f : max_lse * kLog2e;
+    const float w0 = real ? exp2_approx(l0 * kLog2e - shift) : 0.0f;
+    const float w1 = real ? exp2_approx(l1 * kLog2e - shift) : 0.0f;
+    const float weight = w0 + w1;
+    weights[2 * tid] = w0;
+    weights[2 * tid + 1] = w1;
+    scales[tid] = weight > 0.0f ? 1.0f / weight : 0.0f;
+    if (real)
+      final_rows.store_lse(g, weight > 0.0f ? max_lse + log2_approx(weight) * kLn2 : kNegInf);
+  }
+  sync();
+
+  // O = (w_0 O_0 + w_1 O_1) (products rounded, then added, then the
+  // reduce's empty sums: +0) times the scale; kPass positions a thread at
+  // once, both slots' loads in flight together.
+  const float *part = output.partial_out + (long long)first * kRows * kHeadDimV;
+#pragma unroll 1
+  for (int p0 = 0; p0 < kPositions; p0 += kPass) {
+    Float4 v[2][kPass];
+#pragma unroll
+    for (int j = 0; j < kPass; ++j) {
+      const int at = tid + kWriters * (p0 + j);
+      const int g = job.row0 + at / (kHeadDimV / 4), col = at % (kHeadDimV / 4) * 4;
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        v[i][j] = Float4{0.0f, 0.0f, 0.0f, 0.0f};
+        if (is_real_row(g))
+          load_l2_f32x4(part + ((long long)i * kRows + g) * kHeadDimV + col, v[i][j].x, v[i][j].y, v[i][j].z,
+                        v[i][j].w);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kPass; ++j) {
+      const int at = tid + kWriters * (p0 + j);
+      const int r = at / (kHeadDimV / 4), col = at % (kHeadDimV / 4) * 4;
+      if (!is_real_row(job.row0 + r))
+        continue;
+      const float w0 = weights[2 * r], w1 = weights[2 * r + 1], scale = scales[r];
+      const Float4 &a = v[0][j], &b = v[1][j];
+      auto add = [&](float x0, float x1) { return (fma_float(w0, x0, 0.0f) + fma_float(w1, x1, 0.0f) + 0.0f) * scale; };
+      final_rows.row(job.row0 + r).store4(col, add(a.x, b.x), add(a.y, b.y), add(a.z, b.z), add(a.w, b.w));
+    }
+  }
+}
 
 // Online-softmax state of one row: running max (log2 units) and this lane's
 // share of the running sum. Every warp keeps the state of every row of the
@@ -1633,12 +1736,13 @@ MLAGEN_DEVICE void merge_in_cluster(const Job &job, const Output &output, const 
 
 // One consumer's staged rows (consumer 0's with paired consumers) out, or
 // into the pair's merge.
-MLAGEN_DEVICE void write_or_merge(const Job &job, const Output &output, const Layout &lay, const float *staged,
+MLAGEN_DEVICE void write_or_merge(const Job &job, const Output &output, const Layout &lay, float *staged,
                                   int warp, int lane) {
-  if (kClusterParts > 1 && merge_parts(job) > 1)
+  if (kClusterParts > 1 && merge_parts(job) > 1) {
     merge_in_cluster(job, output, lay, staged, warp, lane);
-  else
+  } else {
     write_staged(job, output, staged, warp, lane);
+  }
 }
 
 // S^T's k-steps go round kSChains accumulators. The tensor cores add e4m3
@@ -2714,6 +2818,13 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
     num_tiles == 1 ? consume<true>(job, output, lay, num_tiles, warp, lane, staged)
                    : consume<false>(job, output, lay, num_tiles, warp, lane, staged);
   }
+  // The threads that wrote the rows: both consumers of 64 rows, else
+  // consumer 0 (paired fp8 consumers hand theirs to it).
+  if (kSplitStages)
+    merge_pair_if_second<kSplitStages ? kConsumerThreads : 128, 8>(
+        job, output, tid, staged, [] { sm90::split_barrier_sync(kBarOut, kConsumerThreads); });
+  else if (tid < 128)
+    merge_pair_if_second<128, 8>(job, output, tid, staged, [] { sm90::named_barrier_sync(1, 128); });
 }
 
 } // namespace warpgroup_mma
@@ -3068,7 +3179,9 @@ extern "C" __global__ void MLAGEN_DECODE_LAUNCH_BOUNDS mlagen_decode(MLAGEN_GRID
                          p.out_head_stride,
                          p.lse ? p.lse + (long long)job.batch * kQLen * kNumQHeads : nullptr,
                          p.partial_out,
-                         p.partial_lse};
+                         p.partial_lse,
+                         p.merge,
+                         p.merge_arrivals};
   const void *q = static_cast<const u8 *>(p.q) + job.batch * p.q_batch_stride * kQElemBytes;
 #if MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
   if (kWarpgroupDecode)
@@ -3081,6 +3194,12 @@ extern "C" __global__ void MLAGEN_DECODE_LAUNCH_BOUNDS mlagen_decode(MLAGEN_GRID
 #else
   wave_mfma::attend(job, cache, q, p.q_token_stride, p.q_head_stride, output, mlagen_smem);
 #endif
+  // Every thread of these blocks writes rows (the wgmma kernels merge in
+  // their consumers' epilogues).
+  if (!kWarpgroupDecode)
+    merge_pair_if_second<kWarpgroupDecode ? 128 : kThreads, 8>(job, output, thread_index(),
+                                                         reinterpret_cast<float *>(mlagen_smem),
+                                                         [] { block_barrier(); });
 }
 
 // Merges the partials of request b: out = sum_i w_i O_i / sum_i w_i with
@@ -3096,7 +3215,6 @@ extern "C" __global__ void MLAGEN_DECODE_LAUNCH_BOUNDS mlagen_decode(MLAGEN_GRID
 // many slots spread their partials over more SMs with more loads in flight.
 namespace mlagen {
 namespace decode {
-constexpr int kMergeSums = 8;
 constexpr int kReduceRowsPerBlock = kThreads / 128;
 
 template <int kSplit>
@@ -3239,8 +3357,8 @@ extern "C" __global__ void __launch_bounds__(mlagen_config::kThreads)
   const int b = block_index_x();
   const int first_slot = p.merge[2 * b];
   const int num_slots = p.merge[2 * b + 1];
-  if (num_slots == 0)
-    return; // the request's only block wrote its output itself (uniform: no barrier skipped)
+  if (num_slots <= 0)
+    return; // one chunk (its block wrote the output), or merged in the decode grid (uniform)
   const int row_local = thread_index() / 128;
   const int g = block_index_y() * kReduceRowsPerBlock + row_local;
   switch (grid_size_z()) {

@@ -63,6 +63,23 @@ MLAGEN_DEVICE void block_barrier() {
 MLAGEN_DEVICE void grid_dependency_wait() {}
 MLAGEN_DEVICE void allow_next_kernel() {}
 
+// Hand-over between blocks of one grid (prelude/nvidia.h): agent-scope
+// fences write back and invalidate the caches that are not coherent across
+// CUs (and, on gfx942, across XCDs), so plain loads after the acquiring
+// fence see the other blocks' writes.
+MLAGEN_DEVICE void fence_device() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent"); }
+MLAGEN_DEVICE int atomic_add_device(int *counter, int value) {
+  return __atomic_fetch_add(counter, value, __ATOMIC_RELAXED);
+}
+MLAGEN_DEVICE void load_l2_f32x4(const float *p, float &x, float &y, float &z, float &w) {
+  const f32x4 v = *reinterpret_cast<const f32x4 *>(p);
+  x = v.x;
+  y = v.y;
+  z = v.z;
+  w = v.w;
+}
+MLAGEN_DEVICE float load_l2_f32(const float *p) { return *p; }
+
 MLAGEN_DEVICE float shfl_xor(float v, int lane_mask) {
   int source = (lane_index() ^ lane_mask) << 2;
   return __builtin_bit_cast(

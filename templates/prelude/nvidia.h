@@ -40,6 +40,21 @@ MLAGEN_DEVICE void allow_next_kernel() {
 // included, once each lane has waited for its own copies).
 MLAGEN_DEVICE void warp_barrier() { __syncwarp(); }
 
+// Hand-over between blocks of one grid (decode's merge by a request's last
+// chunk): a block's global writes, a fence, then an arrival on a counter;
+// the block that arrives last fences again and reads what the others wrote
+// from L2 (.cg: past L1, which is not coherent across SMs).
+MLAGEN_DEVICE void fence_device() { __threadfence(); }
+MLAGEN_DEVICE int atomic_add_device(int *counter, int value) { return atomicAdd(counter, value); }
+MLAGEN_DEVICE void load_l2_f32x4(const float *p, float &x, float &y, float &z, float &w) {
+  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(x), "=f"(y), "=f"(z), "=f"(w) : "l"(p));
+}
+MLAGEN_DEVICE float load_l2_f32(const float *p) {
+  float x;
+  asm volatile("ld.global.cg.f32 %0, [%1];" : "=f"(x) : "l"(p));
+  return x;
+}
+
 MLAGEN_DEVICE float shfl_xor(float v, int lane_mask) {
   return __shfl_xor_sync(0xffffffffu, v, lane_mask);
 }

@@ -140,6 +140,7 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
   DecodePlanSummary summary;
   REQUIRE(planner.plan(p.seqLens, hostPlan, &summary));
   INFO("plan: " << summary.numWork << " work items, " << summary.numSlots
+                << " slots (" << summary.reduceSlots << " for the reduce)"
                 << " slots, chunks of " << summary.chunkKeys << " keys");
 
   DeviceBackend &backend = *fixture.backend;
@@ -172,7 +173,7 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
                    partialLse.get<float>(), args);
   // A plan without slots launches no reduce: the decode kernel alone must
   // then write every row (they start as NaN).
-  args.planSlots = summary.numSlots;
+  args.planSlots = summary.reduceSlots;
   args.planGroups = summary.mergeGroups;
   REQUIRE(fixture.runtime->runDecode(kernel, args));
   REQUIRE(backend.synchronize());
@@ -204,7 +205,8 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
     REQUIRE(backend.synchronize());
     std::cout << "runDecode host time (" << p.numHeads << " heads, batch "
               << batch << ", "
-              << (summary.numSlots > 0 ? "decode + reduce"
+              << (summary.reduceSlots > 0 ? "decode + reduce"
+                  : summary.numSlots > 0 ? "decode merging pairs in the grid"
                   : summary.numWork > batch && args.clusterBlocks > 1
                       ? "decode merging in clusters"
                       : "decode alone")
@@ -325,7 +327,9 @@ TEST_CASE("a decode step's host time, and the same bits when repeated",
     // Planned for one SM, nothing is split: one launch a step.
     checkAgainstReference(in, decodeOnGpu(fixture, *kernel, in, 1, 500));
     // Two chunks a request: merged in their clusters where the kernel can
-    // (sm_90a, 16 rows a block), one launch; else by the reduce.
+    // (sm_90a, 16 rows a block), else by the second block of each pair;
+    // one launch either way. (32 requests of 1000 keys: four chunks each
+    // at 16 heads, through the reduce; pairs at 128.)
     DecodeInputs pairs = makeInputs(sig, std::vector<int>(64, 1000), 11 + heads);
     checkAgainstReference(pairs, decodeOnGpu(fixture, *kernel, pairs, 132, 500));
   }

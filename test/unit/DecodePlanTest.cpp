@@ -78,11 +78,17 @@ std::vector<Item> checkPlan(const DecodePlanner &planner, int alignment,
   const DecodeBufferSizes &sizes = planner.sizes();
   REQUIRE(plan.size() == static_cast<size_t>(sizes.planInts));
   CHECK(plan[0] == summary.numWork);
-  CHECK(plan[1] == summary.numSlots);
+  CHECK(plan[1] == summary.reduceSlots);
   CHECK(plan[2] == static_cast<int>(lens.size()));
   CHECK(summary.numWork <= sizes.workCapacity);
   CHECK(summary.numSlots <= sizes.slotCapacity);
   CHECK(summary.usedInts == sizes.workOffset + 4 * summary.numWork);
+  // The arrival counters sit between merge and work, zero in every plan.
+  CHECK(sizes.arrivalOffset == sizes.mergeOffset + 2 * planner.options().maxBatch);
+  CHECK(sizes.arrivalOffset + sizes.arrivalInts <= sizes.workOffset);
+  CHECK(sizes.workOffset % 4 == 0);
+  for (int64_t i = 0; i < sizes.arrivalInts; ++i)
+    CHECK(plan[sizes.arrivalOffset + i] == 0);
   CHECK(summary.chunkKeys % alignment == 0);
 
   std::vector<Item> items = itemsOf(planner, plan);
@@ -119,9 +125,11 @@ std::vector<Item> checkPlan(const DecodePlanner &planner, int alignment,
   });
   const int32_t *merge = plan.data() + sizes.mergeOffset;
   size_t next = 0;
-  int slots = 0;
+  int slots = 0, reduceSlots = 0;
   for (int b = 0; b < static_cast<int>(lens.size()); ++b) {
-    const int firstSlot = merge[2 * b], numSlots = merge[2 * b + 1];
+    // A negative count: merged in the decode grid by the last chunk.
+    const int firstSlot = merge[2 * b], signedSlots = merge[2 * b + 1];
+    const int numSlots = std::abs(signedSlots);
     int key = 0, chunks = 0;
     size_t count = 0;
     while (next + count < items.size() && items[next + count].request == b)
@@ -148,6 +156,14 @@ std::vector<Item> checkPlan(const DecodePlanner &planner, int alignment,
       CHECK(numSlots >= 2);
       CHECK(firstSlot == slots); // slots in request order
       slots += numSlots;
+      // The grid merges pairs where the planner may (decode); the reduce
+      // the rest.
+      const bool grid = sizes.arrivalInts > 0 &&
+                        planner.options().gridMerge && numSlots == 2;
+      CHECK((signedSlots < 0) == grid);
+      CHECK((signedSlots > 0 || signedSlots == -2));
+      if (signedSlots > 0)
+        reduceSlots += signedSlots;
     } else {
       CHECK((chunks == 1 || inCluster));
       CHECK(firstSlot == -1);
@@ -155,6 +171,7 @@ std::vector<Item> checkPlan(const DecodePlanner &planner, int alignment,
   }
   CHECK(next == items.size()); // no item for a request out of range
   CHECK(slots == summary.numSlots);
+  CHECK(reduceSlots == summary.reduceSlots);
   if (summaryOut)
     *summaryOut = summary;
   return items;
@@ -172,8 +189,10 @@ TEST_CASE("planner sizes follow from max_batch, SMs and the kernel",
     CHECK(s.slotCapacity == 196); // 2 * 132 = 264, bounded by the work
     CHECK(s.rows == 16);
     CHECK(s.mergeOffset == 4);
-    CHECK(s.workOffset == 4 + 128);
-    CHECK(s.planInts == 132 + 4 * 196);
+    CHECK(s.arrivalOffset == 4 + 128);
+    CHECK(s.arrivalInts == 64); // a counter per request (one row block)
+    CHECK(s.workOffset == 4 + 128 + 64);
+    CHECK(s.planInts == 196 + 4 * 196);
     CHECK(s.partialLseFloats == 196 * 16);
     CHECK(s.partialOutFloats == 196 * 16 * 512);
   }
@@ -184,13 +203,15 @@ TEST_CASE("planner sizes follow from max_batch, SMs and the kernel",
     CHECK(s.workCapacity == 256 + 66);
     CHECK(s.slotCapacity == 132);
     CHECK(s.rows == 128);
+    CHECK(s.arrivalInts == 256 * 2); // per request and row block
     CHECK(s.partialOutFloats == int64_t(132) * 128 * 512);
   }
   SECTION("AMD pads 8 heads to 16 rows; q_len multiplies them") {
     DecodePlanner planner =
         makePlanner(decodeSignature(8, 2), decodeCode(32, 32, 16), {4, 304});
     CHECK(planner.sizes().rows == 32);
-    CHECK(planner.sizes().workOffset == 4 + 8);
+    CHECK(planner.sizes().arrivalInts == 4); // 32 rows: one block
+    CHECK(planner.sizes().workOffset == 4 + 8 + 4);
   }
   SECTION("max_seq_len bounds the work of small batches") {
     DecodePlanner planner =
@@ -458,13 +479,67 @@ TEST_CASE("bindPlan points the arguments into one device plan",
   planner.bindPlan(devicePlan, &partialOut, &partialLse, args);
   CHECK(args.numWork == devicePlan);
   CHECK(args.merge == devicePlan + 4);
-  CHECK(args.work == devicePlan + 4 + 20);
+  CHECK(args.mergeArrivals == devicePlan + 4 + 20);
+  CHECK(args.work == devicePlan + 4 + 20 + 12); // 10 counters, aligned
   CHECK(reinterpret_cast<uintptr_t>(args.work) % 16 == 0);
   CHECK(args.workCapacity == planner.sizes().workCapacity);
   CHECK(args.clusterBlocks == planner.sizes().clusterBlocks);
   CHECK(args.maxBatch == 10);
   CHECK(args.partialOut == &partialOut);
   CHECK(args.partialLse == &partialLse);
+}
+
+TEST_CASE("requests of two chunks merge in the decode grid",
+          "[decode-plan]") {
+  const Signature sig = decodeSignature(128);
+  const CodeObject code = decodeCode(64, 64, 128); // two row blocks a chunk
+  auto countsOf = [](const DecodePlanner &planner,
+                     const std::vector<int32_t> &lens) {
+    std::vector<int32_t> plan;
+    REQUIRE(planner.plan(lens, plan));
+    std::vector<int32_t> counts;
+    for (size_t b = 0; b < lens.size(); ++b)
+      counts.push_back(plan[planner.sizes().mergeOffset + 2 * b + 1]);
+    return counts;
+  };
+  // 132 SMs, two blocks a chunk: B32 S4096 splits each request in two, B16
+  // in four; one request of 65536 keys among short ones splits in many.
+  const DecodePlanner planner = makePlanner(sig, code, {64, 132});
+  SECTION("B32 S4096: every request merged by its last chunk, no reduce") {
+    DecodePlanSummary summary;
+    checkPlan(planner, 64, std::vector<int32_t>(32, 4096), &summary);
+    CHECK(summary.numSlots > 0);
+    CHECK(summary.reduceSlots == 0);
+    for (int32_t count : countsOf(planner, std::vector<int32_t>(32, 4096)))
+      CHECK(count == -2);
+  }
+  SECTION("more than two chunks: the reduce") {
+    DecodePlanSummary summary;
+    checkPlan(planner, 64, std::vector<int32_t>(16, 4096), &summary);
+    CHECK(summary.reduceSlots == 64);
+    std::vector<int32_t> lens(4, 300);
+    lens[1] = 65536;
+    checkPlan(planner, 64, lens, &summary);
+    const std::vector<int32_t> counts = countsOf(planner, lens);
+    CHECK(counts[1] > 2);
+    CHECK(summary.reduceSlots == counts[1]);
+  }
+  SECTION("off: the option or the environment") {
+    DecodePlanOptions off = {64, 132};
+    off.gridMerge = false;
+    DecodePlanSummary summary;
+    const DecodePlanner offPlanner = makePlanner(sig, code, off);
+    checkPlan(offPlanner, 64, std::vector<int32_t>(32, 4096), &summary);
+    CHECK(summary.reduceSlots == summary.numSlots);
+    CHECK(summary.reduceSlots > 0);
+    setenv("MLAGEN_GRID_MERGE", "0", 1);
+    const DecodePlanner envPlanner = makePlanner(sig, code, {64, 132});
+    unsetenv("MLAGEN_GRID_MERGE");
+    for (int32_t count : countsOf(envPlanner, std::vector<int32_t>(32, 4096)))
+      CHECK(count >= 2);
+    // The counters stay in the plan: the kernel takes them either way.
+    CHECK(envPlanner.sizes().arrivalInts == 64 * 2);
+  }
 }
 
 TEST_CASE("requests of two chunks merge in their cluster", "[decode-plan]") {

@@ -178,7 +178,8 @@ TEST_CASE("runDecode launches decode then reduce with one parameter block",
     CHECK(p.seq_lens == args.seqLens);
     CHECK(p.num_work == fakeAddress<const int>(0x60000));
     CHECK(p.merge == fakeAddress<const int>(0x60000) + 4);
-    CHECK(p.work == fakeAddress<const int>(0x60000) + 4 + 16);
+    CHECK(p.merge_arrivals == fakeAddress<int>(0x60000) + 4 + 16);
+    CHECK(p.work == fakeAddress<const int>(0x60000) + 4 + 16 + 8);
     CHECK(p.partial_out == args.partialOut);
     CHECK(p.partial_lse == args.partialLse);
     CHECK(p.q_batch_stride == 16 * 576);
@@ -294,6 +295,9 @@ TEST_CASE("runDecode launches decode then reduce with one parameter block",
     args.workCapacity = 0;
     CHECK_THAT(rejection(args),
                Catch::StartsWith("work_capacity must be >= 1"));
+    args = good;
+    args.mergeArrivals = nullptr; // args filled by hand, not by bindPlan
+    CHECK_THAT(rejection(args), Catch::StartsWith("merge_arrivals is null"));
 
     const std::pair<const char *, const void **> required[] = {
         {"q", reinterpret_cast<const void **>(&args.q)},
@@ -533,7 +537,7 @@ TEST_CASE("the decode C API plans and launches", "[decode-runtime]") {
                                       MLAGEN_DECODE_NUM_SIZES) == MLAGEN_OK);
   CHECK(sizes[MLAGEN_DECODE_WORK_CAPACITY] == 4 + 132);
   CHECK(sizes[MLAGEN_DECODE_SLOT_CAPACITY] == 136);
-  CHECK(sizes[MLAGEN_DECODE_PLAN_INTS] == 4 + 8 + 4 * 136);
+  CHECK(sizes[MLAGEN_DECODE_PLAN_INTS] == 4 + 8 + 4 + 4 * 136);
   CHECK(sizes[MLAGEN_DECODE_PARTIAL_LSE_FLOATS] == 136 * 16);
   CHECK(sizes[MLAGEN_DECODE_PARTIAL_OUT_FLOATS] == 136 * 16 * 512);
   CHECK(mlagen_decode_planner_sizes(planner, sizes, 6) ==
@@ -545,7 +549,7 @@ TEST_CASE("the decode C API plans and launches", "[decode-runtime]") {
   REQUIRE(mlagen_decode_plan(planner, seqLens, 3, plan.data(), plan.size(),
                              &used) == MLAGEN_OK);
   CHECK(plan[0] == 12 + 1 + 1); // 3000 keys in 256-key chunks, then two
-  CHECK(used == 12 + 4 * plan[0]);
+  CHECK(used == 16 + 4 * plan[0]);
   const int32_t negative[] = {-5};
   CHECK(mlagen_decode_plan(planner, negative, 1, plan.data(), plan.size(),
                            nullptr) == MLAGEN_INVALID_ARGUMENT);
@@ -562,11 +566,12 @@ TEST_CASE("the decode C API plans and launches", "[decode-runtime]") {
               fakeAddress<float>(0x70000), fakeAddress<float>(0x80000), 3, 1,
               16, strides, 0.07f, 1.0f, 1.0f, plan[1], plan[3],
               fakeAddress<void>(0x99)) == MLAGEN_OK);
-  REQUIRE(plan[1] == 12); // the 3000-key request's chunks merge
+  REQUIRE(plan[1] == 12); // the 3000-key request's chunks (> 8) reduce
   REQUIRE(fake.log->launches.size() == 2);
   const DecodeParams &p = fake.log->launches[0].params;
   CHECK(p.num_work == devicePlan);
-  CHECK(p.work == devicePlan + 12);
+  CHECK(p.merge_arrivals == devicePlan + 12);
+  CHECK(p.work == devicePlan + 16);
   CHECK(p.q_head_stride == 1152);
   CHECK(p.q_token_stride == 16 * 576);
   CHECK(p.softmax_scale == 0.07f);
@@ -645,6 +650,7 @@ TEST_CASE("the decode template declares the parameter block runDecode passes",
             "intmax_pages",
             "intkv_map_ready",
             "alignas(64)unsignedcharkv_map[128]",
+            "int*merge_arrivals",
         });
 }
 

@@ -2,10 +2,12 @@
 //
 // Decode reads each request's keys in chunks, one block per chunk, so that a
 // few long requests still fill the GPU; a request cut into several chunks is
-// merged by LSE in a second kernel (templates/DECODE_CONTRACT.md), or, on
-// kernels that can (CodeObject::clusterParts), inside a cluster of the
-// decode grid: its chunks run in one thread-block cluster, which adds them
-// through distributed shared memory, so the step is one launch. The
+// merged by LSE (templates/DECODE_CONTRACT.md). A request of two chunks is
+// merged in the decode grid: inside a thread-block cluster through
+// distributed shared memory on kernels that can (CodeObject::clusterParts),
+// else by whichever of its two blocks finishes second, through global
+// memory; one of more chunks by a second kernel, the reduce. A step with no
+// request of more than two chunks is one launch. The
 // planner runs on the host before each step, on the sequence lengths the
 // engine holds there already (vLLM's seq_lens_cpu). It allocates nothing on
 // the device: it says how large the fixed device buffers must be, and the
@@ -26,10 +28,14 @@
 //   runtime->runDecode(*kernel, args);                       // no host sync
 //
 // The plan is one int32 array (so one copy moves it):
-//   [0, 4)                          num_work, num_slots, batch, merge groups
-//   [mergeOffset, +2 * maxBatch)    merge: (first_slot, num_slots) per request
+//   [0, 4)                          num_work, reduce slots, batch, merge groups
+//   [mergeOffset, +2 * maxBatch)    merge: (first_slot, num_slots) per request,
+//                                   num_slots -2: a pair merged in the grid
+//   [arrivalOffset, +arrivalInts)   arrival counters (zero; decode only)
 //   [workOffset, +4 * workCapacity) work: (request, key_begin, key_end, slot)
-// Only [0, usedInts) of a plan is read by the kernels.
+// Only [0, usedInts) of a plan is read by the kernels. The decode kernel
+// counts arrivals in the device copy and leaves them zero again, so a
+// replayed graph may reuse a copy.
 //
 // Thread safety: a DecodePlanner is immutable after create(); plan() may run
 // on any number of threads at once.
@@ -66,6 +72,10 @@ struct DecodePlanOptions {
   // kernel can (sm_90a's 16-row kernels); false, or MLAGEN_CLUSTER_MERGE=0
   // in the environment, sends every split request through the reduce.
   bool clusterMerge = true;
+  // Merge a request of two chunks that no cluster merges in the decode
+  // grid, by the block that finishes second (decode kernels); false, or
+  // MLAGEN_GRID_MERGE=0 in the environment, leaves them to the reduce.
+  bool gridMerge = true;
 };
 
 // What the host allocates once, for any batch up to maxBatch.
@@ -77,7 +87,8 @@ struct DecodeBufferSizes {
   int clusterBlocks = 1;
   int rows = 0;         // q rows per request: q_len * padded heads
   int64_t planInts = 0; // int32 elements of the plan
-  int64_t mergeOffset = 4, workOffset = 0; // int32 offsets in the plan
+  // int32 offsets in the plan, and the arrival counters' count
+  int64_t mergeOffset = 4, arrivalOffset = 0, arrivalInts = 0, workOffset = 0;
   int64_t partialOutFloats = 0;            // slotCapacity * rows * head_dim_v
   int64_t partialLseFloats = 0;            // slotCapacity * rows
 };
@@ -85,6 +96,9 @@ struct DecodeBufferSizes {
 struct DecodePlanSummary {
   int numWork = 0;       // work items (decode blocks that do work, per y)
   int numSlots = 0;      // partial slots in use
+  // Of those, the slots the reduce merges (plan[1]): pass it as
+  // DecodeArgs::planSlots; 0 means one launch.
+  int reduceSlots = 0;
   int mergeGroups = 0;   // requests merged inside a cluster
   int64_t chunkKeys = 0; // keys per chunk (the last of a request: fewer)
   int64_t usedInts = 0;  // the prefix of the plan the kernels read
@@ -114,7 +128,8 @@ public:
               DecodePlanSummary *summary = nullptr) const;
 
   // Points args' plan fields at a device copy of a plan (`devicePlan`, 16-
-  // byte aligned) and at the partial buffers; sets workCapacity, maxBatch
+  // byte aligned: writable device memory, whose arrival counters the
+  // kernel updates) and at the partial buffers; sets workCapacity, maxBatch
   // and clusterBlocks.
   void bindPlan(const int32_t *devicePlan, float *partialOut, float *partialLse,
                 DecodeArgs &args) const;
@@ -131,6 +146,7 @@ private:
   int blocksPerChunk_ = 0; // grid.y: decode blocks that share one chunk
   int waveBlocks_ = 0;     // blocks one wave holds: numSMs x blocks per SM
   int clusterBlocks_ = 1;  // sizes_.clusterBlocks
+  bool gridMerge_ = false; // pairs not merged in clusters merge in the grid
 };
 
 } // namespace mlagen

@@ -165,6 +165,9 @@ struct DecodeArgs {
   const int *work = nullptr;    // int4 [workCapacity], 16-byte aligned
   const int *numWork = nullptr; // int [1]
   const int *merge = nullptr;   // int2 [maxBatch]
+  // Arrival counters of requests merged by their last chunk, inside the
+  // device plan (required: the kernel writes them and leaves them zero).
+  int *mergeArrivals = nullptr;
   int workCapacity = 0;         // grid.x of mlagen_decode
   // Blocks per thread-block cluster (DecodeBufferSizes::clusterBlocks): the
   // plan's merge groups must meet clusters of this size. 1: no cluster.
@@ -173,10 +176,11 @@ struct DecodeArgs {
   // fp32 [slots, q_len * padded heads, head_dim_v] and [slots, rows]
   float *partialOut = nullptr;
   float *partialLse = nullptr;
-  // Partial slots the bound plan uses (DecodePlanSummary::slots), where the
-  // caller knows it; 0 lets the op skip the reduce launch, which would merge
-  // nothing, unless the stream is being captured into a graph (a replay may
-  // meet a plan that splits). -1: unknown, the reduce always runs.
+  // Partial slots the bound plan leaves to the reduce (DecodePlanSummary::
+  // reduceSlots, plan[1]), where the caller knows it; 0 lets the op skip
+  // the reduce launch, which would merge nothing, unless the stream is
+  // being captured into a graph (a replay may meet a plan that needs it).
+  // -1: unknown, the reduce always runs.
   int planSlots = -1;
   // Merge groups the bound plan runs in clusters (DecodePlanSummary::
   // mergeGroups, plan[3]), where the caller knows it; 0 lets the op launch
