@@ -36,10 +36,12 @@ namespace mlagen {
 
 // 3: decode kernels wait for the previous grid (griddepcontrol.wait) and
 // are launched early on sm_90; a format-2 kernel would race.
-// 4: decode kernels take merge_arrivals and merge requests whose merge
-// entry counts negative (DECODE_CONTRACT.md); a format-3 kernel would
+// 4: decode kernels take merge_arrivals and merge pairs (merge entry
+// count -2) in the grid (DECODE_CONTRACT.md); a format-3 kernel would
 // leave those rows unwritten.
-inline constexpr int kBundleFormatVersion = 4;
+// 5: a pair's work items carry their slot + 2^30; a format-4 kernel would
+// write those partials out of bounds.
+inline constexpr int kBundleFormatVersion = 5;
 
 struct BundleKernelRecord {
   Signature signature;

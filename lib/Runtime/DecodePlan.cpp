@@ -26,6 +26,9 @@ namespace {
 constexpr int64_t kBlockOverheadKeys = 64;
 // Chunk lengths tried above the even spread, in steps of tileK.
 constexpr int kChunkCandidates = 16;
+// Added to the slot of a work item whose request is a pair merged in the
+// grid (the kernels' kGridPair): only those blocks count their arrival.
+constexpr int64_t kGridPair = int64_t(1) << 30;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t roundUp(int64_t a, int64_t b) { return ceilDiv(a, b) * b; }
@@ -165,10 +168,11 @@ Status DecodePlanner::create(const Signature &sig, const CodeObject &code,
   }
   // Whole clusters: the blocks past the last item exit at once.
   work = roundUp(work, planner.clusterBlocks_);
-  if (work > INT32_MAX)
+  // Slots are at most the work items, which stay under 2^30 (kGridPair).
+  if (work >= kGridPair)
     return invalidArgument(
         "the work list would need " + std::to_string(work) +
-        " items, more than a grid can launch: lower max_batch or "
+        " items, more than a plan numbers (2^30 - 1): lower max_batch or "
         "max_seq_len, or give max_total_keys");
 
   DecodeBufferSizes &sizes = planner.sizes_;
@@ -178,8 +182,8 @@ Status DecodePlanner::create(const Signature &sig, const CodeObject &code,
   sizes.rows = static_cast<int>(rows);
   sizes.mergeOffset = 4;
   sizes.arrivalOffset = sizes.mergeOffset + 2 * maxBatch;
-  // Decode kernels take the counters whether or not this planner merges
-  // in the grid (DecodeArgs::mergeArrivals).
+  // A counter per request and block of a chunk. Decode kernels take them
+  // whether or not this planner merges in the grid (mergeArrivals).
   sizes.arrivalInts = sig.op == OpKind::Decode ? maxBatch * perChunk : 0;
   // Keeps work 16-byte aligned: the kernel reads it as int4.
   sizes.workOffset = roundUp(sizes.arrivalOffset + sizes.arrivalInts, 4);
@@ -289,8 +293,9 @@ Status DecodePlanner::plan(const int32_t *seqLens, int batch, int32_t *plan,
       item[0] = b;
       item[1] = static_cast<int32_t>(i * chunk);
       item[2] = static_cast<int32_t>(std::min(len, (i + 1) * chunk));
-      // DECODE_CONTRACT.md: -2 - (8 x parts + rank) for a cluster's part.
-      item[3] = usesSlots  ? static_cast<int32_t>(slots + i)
+      // DECODE_CONTRACT.md: -2 - (8 x parts + rank) for a cluster's part,
+      // the slot + 2^30 for a pair merged in the grid.
+      item[3] = usesSlots  ? static_cast<int32_t>(slots + i + (inGrid ? kGridPair : 0))
                 : inCluster ? static_cast<int32_t>(-2 - (8 * chunks + i))
                             : -1;
     }

@@ -114,6 +114,9 @@ constexpr bool kWarpgroupDecode = false;
 #endif
 static_assert(kNumWarps != 12 || kWarpgroupDecode, "12 warps: sm_90a's two-consumer wgmma kernel only");
 
+// A work item's slot + kGridPair: its request is a pair merged in the grid.
+constexpr int kGridPair = 1 << 30;
+
 // A request's q rows split into kRowBlocks blocks (grid y).
 constexpr int kRowBlocks = ceil_div(kRows, kHeadsPerBlock);
 
@@ -159,6 +162,7 @@ struct Job {
   // -1: final output; <= -2: final output merged inside the cluster
   // (merge_parts, merge_rank); else the partial slot.
   int slot;
+  bool pair;      // the request is a pair merged in the grid (merge_pair_if_second)
   int row0;       // first q row of the block
   float unit;     // softmax_scale * kv_scale * log2(e): raw q.k -> log2-unit logit
   float v_scale;  // kv_scale (fp8 cache) or 1: multiplies the normalised output
@@ -250,6 +254,9 @@ MLAGEN_DEVICE bool load_job(const mlagen_decode_params &p, Job &job) {
   job.slot = item[3];
   if (index >= *p.num_work)
     return false;
+  job.pair = job.slot >= kGridPair;
+  if (job.pair)
+    job.slot -= kGridPair;
   job.seq_len = p.seq_lens[job.batch];
   if (p.error_flags) {
     int value, page;
@@ -471,28 +478,25 @@ template <int kWriters, int kPass, class Sync>
 MLAGEN_DEVICE void merge_pair_if_second(const Job &job, const Output &output, int tid, float *scratch, Sync sync) {
   constexpr int kPositions = kHeadsPerBlock * (kHeadDimV / 4) / kWriters; // a thread's
   static_assert(kWriters >= kHeadsPerBlock && kPositions % kPass == 0, "a row a thread, whole passes");
-  if (job.slot < 0)
-    return; // uniform: the block wrote final rows
+  if (!job.pair)
+    return; // uniform: final rows, or a partial for the reduce
   int *const state = reinterpret_cast<int *>(scratch);
   float *const weights = scratch + 4;                   // [row][2]
   float *const scales = weights + 2 * kHeadsPerBlock;   // [row]
   fence_device(); // this thread's partial rows before the block's arrival
   sync();         // (and every writer is done with the shared memory)
   if (tid == 0) {
-    const int first = output.merge[2 * job.batch], count = output.merge[2 * job.batch + 1];
-    int second = 0;
-    if (count == -2) {
-      int *const counter = output.arrivals + job.batch * kRowBlocks + job.row0 / kHeadsPerBlock;
-      second = atomic_add_device(counter, 1) == 1;
-      if (second)
-        *counter = 0; // ready for the next step, or a graph's replay
-    }
+    const int first = output.merge[2 * job.batch];
+    int *const counter = output.arrivals + job.batch * kRowBlocks + job.row0 / kHeadsPerBlock;
+    const int second = atomic_add_device(counter, 1) == 1;
+    if (second)
+      *counter = 0; // ready for the next step, or a graph's replay
     state[0] = second;
     state[1] = first;
   }
   sync();
   if (!state[0])
-    return; // the reduce merges the request, or the partner does
+    return; // the partner merges
   fence_device(); // the partner's partial, after its arrival
   const int first = state[1];
   Output final_rows = output;

@@ -127,7 +127,7 @@ std::vector<Item> checkPlan(const DecodePlanner &planner, int alignment,
   size_t next = 0;
   int slots = 0, reduceSlots = 0;
   for (int b = 0; b < static_cast<int>(lens.size()); ++b) {
-    // A negative count: merged in the decode grid by the last chunk.
+    // A count of -2: a pair merged in the decode grid.
     const int firstSlot = merge[2 * b], signedSlots = merge[2 * b + 1];
     const int numSlots = std::abs(signedSlots);
     int key = 0, chunks = 0;
@@ -142,7 +142,9 @@ std::vector<Item> checkPlan(const DecodePlanner &planner, int alignment,
       CHECK(item.begin % summary.chunkKeys == 0);
       CHECK((lens[b] == 0 ? item.end == 0 : item.end > item.begin));
       CHECK(item.end <= lens[b]);
-      CHECK(item.slot == (numSlots    ? firstSlot + chunks
+      // A pair merged in the grid: its slots + 2^30.
+      const int pairFlag = signedSlots == -2 ? 1 << 30 : 0;
+      CHECK(item.slot == (numSlots    ? firstSlot + chunks + pairFlag
                           : inCluster ? -2 - (8 * cluster + chunks)
                                       : -1));
       key = item.end;
@@ -445,7 +447,7 @@ TEST_CASE("the planner names what is wrong", "[decode-plan]") {
         "invariant_chunk_keys must be >= 1 (got 0)");
   CHECK_THAT(createError(decodeSignature(16, 1, true), decodeCode(),
                          {1 << 20, 132, INT32_MAX}),
-             Catch::Contains("more than a grid can launch"));
+             Catch::Contains("more than a plan numbers (2^30 - 1)"));
 
   planner = makePlanner(decodeSignature(), decodeCode(), {4, 132, 10000});
   std::vector<int32_t> plan(planner.sizes().planInts);
@@ -539,6 +541,17 @@ TEST_CASE("requests of two chunks merge in the decode grid",
       CHECK(count >= 2);
     // The counters stay in the plan: the kernel takes them either way.
     CHECK(envPlanner.sizes().arrivalInts == 64 * 2);
+  }
+  SECTION("paged GQA decode keeps its pairs for the reduce") {
+    const Signature paged = Signature::pagedDecode(); // 32 q / 8 kv heads
+    CodeObject pagedCode = decodeCode(16, 4, 32);     // 4 rows a block: 8 a chunk
+    pagedCode.entryName = "mlagen_paged_decode";
+    const DecodePlanner pagedPlanner = makePlanner(paged, pagedCode, {64, 132});
+    CHECK(pagedPlanner.sizes().arrivalInts == 0);
+    DecodePlanSummary summary;
+    checkPlan(pagedPlanner, 16, std::vector<int32_t>(8, 1024), &summary);
+    CHECK(summary.numSlots == 16); // 8 requests in two chunks each
+    CHECK(summary.reduceSlots == 16);
   }
 }
 

@@ -32,7 +32,8 @@
 //   [mergeOffset, +2 * maxBatch)    merge: (first_slot, num_slots) per request,
 //                                   num_slots -2: a pair merged in the grid
 //   [arrivalOffset, +arrivalInts)   arrival counters (zero; decode only)
-//   [workOffset, +4 * workCapacity) work: (request, key_begin, key_end, slot)
+//   [workOffset, +4 * workCapacity) work: (request, key_begin, key_end, slot),
+//                                   slot + 2^30 for a pair merged in the grid
 // Only [0, usedInts) of a plan is read by the kernels. The decode kernel
 // counts arrivals in the device copy and leaves them zero again, so a
 // replayed graph may reuse a copy.
