@@ -460,9 +460,6 @@ struct Output {
   }
 };
 
-// The reduce's running sums (mlagen_decode_reduce): slot i joins sum i % 8.
-constexpr int kMergeSums = 8;
-
 // Pairs merged in the grid (DECODE_CONTRACT.md): a request of two chunks
 // whose merge entry counts them as -2 is merged by whichever of its two
 // blocks (of a row block) writes its partial second, with
@@ -470,9 +467,8 @@ constexpr int kMergeSums = 8;
 // step needs no reduce launch. Called once the block's partial rows are
 // written, by the kWriters threads (tid 0..kWriters-1) that wrote them;
 // `sync` is a barrier over exactly those threads; `scratch` is shared
-// memory free for kPairScratchFloats floats. kPass: positions (a row's
-// column quad) a thread loads at once.
-constexpr int kPairScratchFloats = 4 + 3 * kHeadsPerBlock;
+// memory free for 4 + 3 kHeadsPerBlock floats (the stage buffers). kPass:
+// positions (a row's column quad) a thread loads at once.
 
 template <int kWriters, int kPass, class Sync>
 MLAGEN_DEVICE void merge_pair_if_second(const Job &job, const Output &output, int tid, float *scratch, Sync sync) {
@@ -3219,6 +3215,7 @@ extern "C" __global__ void MLAGEN_DECODE_LAUNCH_BOUNDS mlagen_decode(MLAGEN_GRID
 // many slots spread their partials over more SMs with more loads in flight.
 namespace mlagen {
 namespace decode {
+constexpr int kMergeSums = 8;
 constexpr int kReduceRowsPerBlock = kThreads / 128;
 
 template <int kSplit>
