@@ -41,8 +41,8 @@ struct DecodeParams {
   // cp.async instead. Other kernels ignore both.
   int kv_map_ready;
   alignas(64) unsigned char kv_map[128]; // a CUtensorMap
-  // [batch][row blocks] arrival counters of requests merged by their last
-  // chunk (in the plan: DecodePlanner::bindPlan); zero between steps.
+  // [batch][row blocks] arrival counters of pairs merged in the grid (in
+  // the plan: DecodePlanner::bindPlan); zero between steps.
   int *merge_arrivals;
 };
 

@@ -280,13 +280,13 @@ Status DecodePlanner::plan(const int32_t *seqLens, int batch, int32_t *plan,
                     "decode plan overflows its buffers at request " +
                         std::to_string(b) + " (" + std::to_string(items) +
                         " work items, " + std::to_string(slots) + " slots)");
-    // DECODE_CONTRACT.md: a pair counted -2 merges in the grid. (Its second
-    // block merging more than two chunks alone was slower than the reduce:
+    // DECODE_CONTRACT.md: a pair counted -2 merges in the grid. (One block
+    // merging three or more chunks alone was slower than the reduce:
     // bench/notes/decode-wgmma.md, "Pairs merged in the decode grid".)
     const bool inGrid = usesSlots && gridMerge_ && chunks == 2;
     merge[2 * b] = usesSlots ? static_cast<int32_t>(slots) : -1;
     merge[2 * b + 1] = static_cast<int32_t>(!usesSlots ? 0
-                                            : inGrid   ? -chunks
+                                            : inGrid   ? -2
                                                        : chunks);
     for (int64_t i = 0; i < chunks; ++i, ++items) {
       int32_t *item = work + 4 * items;

@@ -1736,13 +1736,12 @@ MLAGEN_DEVICE void merge_in_cluster(const Job &job, const Output &output, const 
 
 // One consumer's staged rows (consumer 0's with paired consumers) out, or
 // into the pair's merge.
-MLAGEN_DEVICE void write_or_merge(const Job &job, const Output &output, const Layout &lay, float *staged,
+MLAGEN_DEVICE void write_or_merge(const Job &job, const Output &output, const Layout &lay, const float *staged,
                                   int warp, int lane) {
-  if (kClusterParts > 1 && merge_parts(job) > 1) {
+  if (kClusterParts > 1 && merge_parts(job) > 1)
     merge_in_cluster(job, output, lay, staged, warp, lane);
-  } else {
+  else
     write_staged(job, output, staged, warp, lane);
-  }
 }
 
 // S^T's k-steps go round kSChains accumulators. The tensor cores add e4m3
@@ -3195,7 +3194,8 @@ extern "C" __global__ void MLAGEN_DECODE_LAUNCH_BOUNDS mlagen_decode(MLAGEN_GRID
   wave_mfma::attend(job, cache, q, p.q_token_stride, p.q_head_stride, output, mlagen_smem);
 #endif
   // Every thread of these blocks writes rows (the wgmma kernels merge in
-  // their consumers' epilogues).
+  // their consumers' epilogues; the template argument only has to be valid
+  // for them).
   if (!kWarpgroupDecode)
     merge_pair_if_second<kWarpgroupDecode ? 128 : kThreads, 8>(job, output, thread_index(),
                                                          reinterpret_cast<float *>(mlagen_smem),

@@ -40,8 +40,8 @@ MLAGEN_DEVICE void allow_next_kernel() {
 // included, once each lane has waited for its own copies).
 MLAGEN_DEVICE void warp_barrier() { __syncwarp(); }
 
-// Hand-over between blocks of one grid (decode's merge by a request's last
-// chunk): a block's global writes, a fence, then an arrival on a counter;
+// Hand-over between blocks of one grid (decode's pairs merged in the
+// grid): a block's global writes, a fence, then an arrival on a counter;
 // the block that arrives last fences again and reads what the others wrote
 // from L2 (.cg: past L1, which is not coherent across SMs).
 MLAGEN_DEVICE void fence_device() { __threadfence(); }

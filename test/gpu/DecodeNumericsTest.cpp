@@ -140,8 +140,8 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
   DecodePlanSummary summary;
   REQUIRE(planner.plan(p.seqLens, hostPlan, &summary));
   INFO("plan: " << summary.numWork << " work items, " << summary.numSlots
-                << " slots (" << summary.reduceSlots << " for the reduce)"
-                << " slots, chunks of " << summary.chunkKeys << " keys");
+                << " slots (" << summary.reduceSlots << " for the reduce), chunks of "
+                << summary.chunkKeys << " keys");
 
   DeviceBackend &backend = *fixture.backend;
   DeviceBuffer q(backend, in.qBits);

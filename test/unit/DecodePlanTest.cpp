@@ -507,7 +507,7 @@ TEST_CASE("requests of two chunks merge in the decode grid",
   // 132 SMs, two blocks a chunk: B32 S4096 splits each request in two, B16
   // in four; one request of 65536 keys among short ones splits in many.
   const DecodePlanner planner = makePlanner(sig, code, {64, 132});
-  SECTION("B32 S4096: every request merged by its last chunk, no reduce") {
+  SECTION("B32 S4096: every request a pair merged in the grid, no reduce") {
     DecodePlanSummary summary;
     checkPlan(planner, 64, std::vector<int32_t>(32, 4096), &summary);
     CHECK(summary.numSlots > 0);

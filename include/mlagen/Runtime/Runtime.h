@@ -165,8 +165,8 @@ struct DecodeArgs {
   const int *work = nullptr;    // int4 [workCapacity], 16-byte aligned
   const int *numWork = nullptr; // int [1]
   const int *merge = nullptr;   // int2 [maxBatch]
-  // Arrival counters of requests merged by their last chunk, inside the
-  // device plan (required: the kernel writes them and leaves them zero).
+  // Arrival counters of pairs merged in the grid, inside the device plan
+  // (required: the kernel writes them and leaves them zero).
   int *mergeArrivals = nullptr;
   int workCapacity = 0;         // grid.x of mlagen_decode
   // Blocks per thread-block cluster (DecodeBufferSizes::clusterBlocks): the
