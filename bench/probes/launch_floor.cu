@@ -1,0 +1,49 @@
+// The driver's launch floor: host time of cuLaunchKernel and of
+// cuLaunchKernelEx with programmatic stream serialization (how mlagen
+// launches decode and reduce on sm_90), for empty kernels taking a 384-byte
+// parameter block (DecodeParams' size), one and two launches a step, timed
+// as mlagen-gpu-decode-tests times runDecode. Build on a machine with nvcc:
+//   nvcc -arch=sm_90a -cubin -o launch_floor.cubin bench/probes/launch_floor.cu
+//   nvcc -o launch_floor bench/probes/launch_floor.cu -L/usr/local/cuda/lib64/stubs -lcuda
+// and run `./launch_floor launch_floor.cubin` on the GPU machine.
+#include <cuda.h>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+struct Params { unsigned char bytes[384]; };
+extern "C" __global__ void nop_a(Params p) { if (p.bytes[0] == 7 && threadIdx.x == 1000) asm volatile("trap;"); }
+extern "C" __global__ void nop_b(Params p) { if (p.bytes[1] == 7 && threadIdx.x == 1000) asm volatile("trap;"); }
+#define CK(x) do { CUresult r = (x); if (r) { std::printf("%s failed %d\n", #x, r); return 1; } } while (0)
+using Clock = std::chrono::steady_clock;
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    std::printf("usage: launch_floor CUBIN\n");
+    return 2;
+  }
+  CK(cuInit(0)); CUdevice dev; CK(cuDeviceGet(&dev, 0)); CUcontext ctx; CK(cuDevicePrimaryCtxRetain(&ctx, dev)); CK(cuCtxSetCurrent(ctx));
+  CUmodule mod; CK(cuModuleLoad(&mod, argv[1]));
+  CUfunction a, b; CK(cuModuleGetFunction(&a, mod, "nop_a")); CK(cuModuleGetFunction(&b, mod, "nop_b"));
+  CUstream s; CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  Params p = {}; void *args[] = {&p};
+  CUlaunchAttribute attr = {}; attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION; attr.value.programmaticStreamSerializationAllowed = 1;
+  auto plain = [&](CUfunction f) { return cuLaunchKernel(f, 132, 1, 1, 384, 1, 1, 0, s, args, nullptr); };
+  auto ex = [&](CUfunction f, unsigned grid) {
+    CUlaunchConfig c = {}; c.gridDimX = grid; c.gridDimY = 1; c.gridDimZ = 1; c.blockDimX = 384; c.blockDimY = 1; c.blockDimZ = 1; c.hStream = s; c.attrs = &attr; c.numAttrs = 1;
+    return cuLaunchKernelEx(&c, f, args, nullptr); };
+  struct Case { const char *name; int launches; int kind; };
+  Case cases[] = {{"cuLaunchKernel x1", 1, 0}, {"cuLaunchKernelEx+PDL x1", 1, 1}, {"cuLaunchKernelEx+PDL x2 (decode + reduce)", 2, 1}, {"cuLaunchKernel x2", 2, 0}};
+  for (int round = 0; round < 2; ++round)
+  for (const Case &c : cases) {
+    auto step = [&] { for (int i = 0; i < c.launches; ++i) { CUresult r = c.kind ? ex(i ? b : a, i ? 96 : 132) : plain(i ? b : a); if (r) std::printf("launch failed %d\n", r); } };
+    for (int i = 0; i < 200; ++i) step();
+    cuStreamSynchronize(s);
+    std::vector<double> alone;
+    for (int i = 0; i < 500; ++i) { cuStreamSynchronize(s); auto t = Clock::now(); step(); alone.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t).count()); }
+    cuStreamSynchronize(s);
+    std::sort(alone.begin(), alone.end());
+    auto t = Clock::now(); for (int i = 0; i < 100; ++i) step(); double btb = std::chrono::duration<double, std::micro>(Clock::now() - t).count() / 100; cuStreamSynchronize(s);
+    std::printf("%-45s back to back %.2f us a step; alone median %.2f us, p90 %.2f\n", c.name, btb, alone[alone.size() / 2], alone[alone.size() * 9 / 10]);
+  }
+  return 0;
+}
