@@ -27,15 +27,17 @@ int main(int argc, char **argv) {
   CUstream s; CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   Params p = {}; void *args[] = {&p};
   CUlaunchAttribute attr = {}; attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION; attr.value.programmaticStreamSerializationAllowed = 1;
-  auto plain = [&](CUfunction f) { return cuLaunchKernel(f, 132, 1, 1, 384, 1, 1, 0, s, args, nullptr); };
-  auto ex = [&](CUfunction f, unsigned grid) {
-    CUlaunchConfig c = {}; c.gridDimX = grid; c.gridDimY = 1; c.gridDimZ = 1; c.blockDimX = 384; c.blockDimY = 1; c.blockDimZ = 1; c.hStream = s; c.attrs = &attr; c.numAttrs = 1;
+  auto plain = [&](CUfunction f, unsigned grid) { return cuLaunchKernel(f, grid, 1, 1, 384, 1, 1, 0, s, args, nullptr); };
+  auto ex = [&](CUfunction f, unsigned grid, unsigned attrs) {
+    CUlaunchConfig c = {}; c.gridDimX = grid; c.gridDimY = 1; c.gridDimZ = 1; c.blockDimX = 384; c.blockDimY = 1; c.blockDimZ = 1; c.hStream = s; c.attrs = &attr; c.numAttrs = attrs;
     return cuLaunchKernelEx(&c, f, args, nullptr); };
+  // kind 0: cuLaunchKernel; 1: cuLaunchKernelEx with PDL; 2: without attributes.
   struct Case { const char *name; int launches; int kind; };
-  Case cases[] = {{"cuLaunchKernel x1", 1, 0}, {"cuLaunchKernelEx+PDL x1", 1, 1}, {"cuLaunchKernelEx+PDL x2 (decode + reduce)", 2, 1}, {"cuLaunchKernel x2", 2, 0}};
+  Case cases[] = {{"cuLaunchKernel x1", 1, 0}, {"cuLaunchKernelEx+PDL x1", 1, 1}, {"cuLaunchKernelEx x1", 1, 2},
+                  {"cuLaunchKernelEx+PDL x2 (decode + reduce)", 2, 1}, {"cuLaunchKernelEx x2", 2, 2}, {"cuLaunchKernel x2", 2, 0}};
   for (int round = 0; round < 2; ++round)
   for (const Case &c : cases) {
-    auto step = [&] { for (int i = 0; i < c.launches; ++i) { CUresult r = c.kind ? ex(i ? b : a, i ? 96 : 132) : plain(i ? b : a); if (r) std::printf("launch failed %d\n", r); } };
+    auto step = [&] { for (int i = 0; i < c.launches; ++i) { CUresult r = c.kind ? ex(i ? b : a, i ? 96 : 132, c.kind == 1 ? 1 : 0) : plain(i ? b : a, i ? 96 : 132); if (r) std::printf("launch failed %d\n", r); } };
     for (int i = 0; i < 200; ++i) step();
     cuStreamSynchronize(s);
     std::vector<double> alone;
@@ -44,6 +46,20 @@ int main(int argc, char **argv) {
     std::sort(alone.begin(), alone.end());
     auto t = Clock::now(); for (int i = 0; i < 100; ++i) step(); double btb = std::chrono::duration<double, std::micro>(Clock::now() - t).count() / 100; cuStreamSynchronize(s);
     std::printf("%-45s back to back %.2f us a step; alone median %.2f us, p90 %.2f\n", c.name, btb, alone[alone.size() / 2], alone[alone.size() * 9 / 10]);
+  }
+  // The queries runDecode may add to a step: graph capture, current context.
+  for (int round = 0; round < 2; ++round) {
+    CUstreamCaptureStatus status;
+    auto t = Clock::now();
+    for (int i = 0; i < 1000; ++i)
+      cuStreamIsCapturing(s, &status);
+    const double capture = std::chrono::duration<double, std::micro>(Clock::now() - t).count() / 1000;
+    CUcontext current;
+    t = Clock::now();
+    for (int i = 0; i < 1000; ++i)
+      cuCtxGetCurrent(&current);
+    const double context = std::chrono::duration<double, std::micro>(Clock::now() - t).count() / 1000;
+    std::printf("cuStreamIsCapturing %.3f us a call; cuCtxGetCurrent %.3f us\n", capture, context);
   }
   return 0;
 }
