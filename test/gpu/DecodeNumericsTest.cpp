@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BFloat16.h"
+#include "DecodeLaunch.h"
 #include "Float8.h"
 #include "DeviceBuffer.h"
 #include "ReferenceAttention.h"
@@ -203,6 +204,42 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
       step();
     auto elapsed = std::chrono::steady_clock::now() - start;
     REQUIRE(backend.synchronize());
+    // The floor under it: the same kernels and parameter block launched
+    // straight through the driver as runDecode launches them (a second
+    // load of the code object; no checks, no tensor map, not capturing).
+    DeviceFunction direct;
+    REQUIRE(backend.load(kernel.codeObject(), direct));
+    DecodeLaunch launch;
+    bool empty = false;
+    REQUIRE(prepareDecodeLaunch(kernel.signature(), kernel.codeObject(), args,
+                                launch, empty));
+    if (args.planGroups == 0)
+      launch.decode.clusterX = 1;
+    void *params[] = {&launch.params};
+    auto driverStep = [&] {
+      Status status = backend.launch(direct, launch.decode, nullptr, params);
+      if (status && summary.reduceSlots > 0)
+        status = backend.launch(direct.extra(0), launch.reduce, nullptr, params);
+      if (!status)
+        FAIL(status.toString());
+    };
+    std::vector<double> driverMicros;
+    for (int i = 0; i < timedLaunches; ++i) {
+      REQUIRE(backend.synchronize());
+      auto at = std::chrono::steady_clock::now();
+      driverStep();
+      driverMicros.push_back(std::chrono::duration<double, std::micro>(
+                                 std::chrono::steady_clock::now() - at)
+                                 .count());
+    }
+    REQUIRE(backend.synchronize());
+    std::sort(driverMicros.begin(), driverMicros.end());
+    auto driverStart = std::chrono::steady_clock::now();
+    for (int i = 0; i < kBackToBack; ++i)
+      driverStep();
+    auto driverElapsed = std::chrono::steady_clock::now() - driverStart;
+    REQUIRE(backend.synchronize());
+    backend.unload(direct);
     std::cout << "runDecode host time (" << p.numHeads << " heads, batch "
               << batch << ", "
               << (summary.reduceSlots > 0 ? "decode + reduce"
@@ -215,7 +252,13 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
                      kBackToBack
               << " us per launch; alone on an idle stream median "
               << micros[micros.size() / 2] << " us, 90th percentile "
-              << micros[micros.size() * 9 / 10] << " us\n";
+              << micros[micros.size() * 9 / 10]
+              << " us. The driver's launches alone: back to back "
+              << std::chrono::duration<double, std::micro>(driverElapsed)
+                         .count() /
+                     kBackToBack
+              << " us, median " << driverMicros[driverMicros.size() / 2]
+              << " us\n";
   }
   return {out.download<uint16_t>(), lse.download<float>()};
 }
