@@ -127,6 +127,36 @@ struct DecodeResult {
   std::vector<float> lse;
 };
 
+// Host time of `step` (one decode step's launches), us: each of `alone`
+// steps alone on an idle stream, and 100 back to back, as an engine
+// enqueues steps (100 steps, 200 kernels, stay well inside the launch
+// queue; beyond it the host would wait for the GPU, timing the kernels).
+struct StepTimes {
+  double backToBack = 0.0, median = 0.0, p90 = 0.0;
+};
+
+template <class Step>
+StepTimes timeSteps(DeviceBackend &backend, int alone, Step step) {
+  using Micros = std::chrono::duration<double, std::micro>;
+  std::vector<double> micros;
+  for (int i = 0; i < alone; ++i) {
+    REQUIRE(backend.synchronize());
+    auto start = std::chrono::steady_clock::now();
+    step();
+    micros.push_back(Micros(std::chrono::steady_clock::now() - start).count());
+  }
+  REQUIRE(backend.synchronize());
+  std::sort(micros.begin(), micros.end());
+  constexpr int kBackToBack = 100;
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kBackToBack; ++i)
+    step();
+  const double elapsed = Micros(std::chrono::steady_clock::now() - start).count();
+  REQUIRE(backend.synchronize());
+  return {elapsed / kBackToBack, micros[micros.size() / 2],
+          micros[micros.size() * 9 / 10]};
+}
+
 // With `timedLaunches`, also runs the same step that many more times and
 // prints the host time of one launch.
 DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
@@ -179,31 +209,10 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
   REQUIRE(fixture.runtime->runDecode(kernel, args));
   REQUIRE(backend.synchronize());
   if (timedLaunches > 0) {
-    // Each launch alone on an idle stream: back to back, the launch queue
-    // fills and the host then waits for the GPU, timing the kernels.
-    auto step = [&] {
+    const StepTimes decode = timeSteps(backend, timedLaunches, [&] {
       if (Status status = fixture.runtime->runDecode(kernel, args); !status)
         FAIL(status.toString());
-    };
-    std::vector<double> micros;
-    for (int i = 0; i < timedLaunches; ++i) {
-      REQUIRE(backend.synchronize());
-      auto start = std::chrono::steady_clock::now();
-      step();
-      micros.push_back(std::chrono::duration<double, std::micro>(
-                           std::chrono::steady_clock::now() - start)
-                           .count());
-    }
-    REQUIRE(backend.synchronize());
-    std::sort(micros.begin(), micros.end());
-    // And back to back, as an engine enqueues steps: 100 steps (200
-    // kernels) stay well inside the launch queue.
-    constexpr int kBackToBack = 100;
-    auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < kBackToBack; ++i)
-      step();
-    auto elapsed = std::chrono::steady_clock::now() - start;
-    REQUIRE(backend.synchronize());
+    });
     // The floor under it: the same kernels and parameter block launched
     // straight through the driver as runDecode launches them (a second
     // load of the code object; no checks, no tensor map, not capturing).
@@ -216,29 +225,13 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
     if (args.planGroups == 0)
       launch.decode.clusterX = 1;
     void *params[] = {&launch.params};
-    auto driverStep = [&] {
+    const StepTimes driver = timeSteps(backend, timedLaunches, [&] {
       Status status = backend.launch(direct, launch.decode, nullptr, params);
       if (status && summary.reduceSlots > 0)
         status = backend.launch(direct.extra(0), launch.reduce, nullptr, params);
       if (!status)
         FAIL(status.toString());
-    };
-    std::vector<double> driverMicros;
-    for (int i = 0; i < timedLaunches; ++i) {
-      REQUIRE(backend.synchronize());
-      auto at = std::chrono::steady_clock::now();
-      driverStep();
-      driverMicros.push_back(std::chrono::duration<double, std::micro>(
-                                 std::chrono::steady_clock::now() - at)
-                                 .count());
-    }
-    REQUIRE(backend.synchronize());
-    std::sort(driverMicros.begin(), driverMicros.end());
-    auto driverStart = std::chrono::steady_clock::now();
-    for (int i = 0; i < kBackToBack; ++i)
-      driverStep();
-    auto driverElapsed = std::chrono::steady_clock::now() - driverStart;
-    REQUIRE(backend.synchronize());
+    });
     backend.unload(direct);
     std::cout << "runDecode host time (" << p.numHeads << " heads, batch "
               << batch << ", "
@@ -247,17 +240,11 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
                   : summary.numWork > batch && args.clusterBlocks > 1
                       ? "decode merging in clusters"
                       : "decode alone")
-              << "): back to back "
-              << std::chrono::duration<double, std::micro>(elapsed).count() /
-                     kBackToBack
+              << "): back to back " << decode.backToBack
               << " us per launch; alone on an idle stream median "
-              << micros[micros.size() / 2] << " us, 90th percentile "
-              << micros[micros.size() * 9 / 10]
+              << decode.median << " us, 90th percentile " << decode.p90
               << " us. The driver's launches alone: back to back "
-              << std::chrono::duration<double, std::micro>(driverElapsed)
-                         .count() /
-                     kBackToBack
-              << " us, median " << driverMicros[driverMicros.size() / 2]
+              << driver.backToBack << " us, median " << driver.median
               << " us\n";
   }
   return {out.download<uint16_t>(), lse.download<float>()};
