@@ -1,6 +1,7 @@
 # Split decode steps with requests merged in the decode grid (default) and
 # with MLAGEN_GRID_MERGE=0 (the reduce), in one process: same inputs, the
-# outputs compared bit for bit, then the step times alternated (do_bench).
+# outputs compared (bit for bit where the merge order is the reduce's), then
+# the step times alternated (do_bench).
 # SHAPES="heads:batch:seq[:fp8q] ...", e.g. "128:32:4096 16:8:8192:fp8q".
 import math, os, sys, torch
 sys.path.insert(0, "bench")
@@ -42,17 +43,22 @@ for shape in shapes:
     same = torch.equal(out_g.view(torch.int16), out_r.view(torch.int16)) and \
         torch.equal(lse_g.view(torch.int32), lse_r.view(torch.int32))
     finite = bool(torch.isfinite(out_g.float()).all() and torch.isfinite(lse_g).all())
+    # Pairs of cluster groups add in another order than the reduce.
+    diff = (out_g.float() - out_r.float()).abs().max().item()
+    lse_diff = (lse_g - lse_r).abs().max().item()
     # Replays without a new plan copy: the counters must have returned to 0.
+    first = out_g.clone()
     for _ in range(3):
         grid()
     torch.cuda.synchronize()
-    again = torch.equal(out_g.view(torch.int16), out_r.view(torch.int16))
+    again = torch.equal(out_g.view(torch.int16), first.view(torch.int16))
     times = {"grid": [], "reduce": []}
     for _ in range(2):
         times["grid"].append(bench(grid) * 1e3)
         times["reduce"].append(bench(red) * 1e3)
     print(f"{os.environ.get('NAME', '?')} H{heads} B{batch} S{seq}{' fp8q' if fp8q else ''}: "
           f"work {plan_g.num_work}, reduce slots grid/off {plan_g.slots}/{plan_r.slots}; "
-          f"bitwise {same}, finite {finite}, after replays {again}; "
+          f"bitwise {same} (max diff {diff:.1e}, lse {lse_diff:.1e}), finite {finite}, "
+          f"after replays {again}; "
           f"grid {' '.join(f'{t:.1f}' for t in times['grid'])} us, "
           f"reduce {' '.join(f'{t:.1f}' for t in times['reduce'])} us", flush=True)

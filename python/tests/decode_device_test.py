@@ -345,6 +345,12 @@ def main():
     report(numerics_case(rt, arch, 128, 1, 64, [16384, 3], 4096))
     report(numerics_case(rt, arch, 16, 4, 16, [0, 1, 3, 4, 5, 0], num_sms))
     report(numerics_case(rt, arch, 16, 1, 64, ragged, num_sms, dtype="fp16"))
+    # 16 heads, every cache and q type: 32 x 4096 keys on the device's SMs
+    # (four chunks each, the reduce), and one step mixing pairs merged in
+    # clusters (sm_90a) with a request of three chunks, planned for 8 SMs.
+    for kinds in (dict(), dict(fp8=True), dict(fp8=True, fp8_q=True)):
+        report(numerics_case(rt, arch, 16, 1, 64, [4096] * 32, num_sms, **kinds))
+        report(numerics_case(rt, arch, 16, 1, 64, [3000, 2900, 1000, 2048, 4096, 0], 8, **kinds))
     # fp8 e4m3 cache, bf16 q and out.
     for heads in (16, 128):
         for q_len in (1, 4):

@@ -362,6 +362,9 @@ TEST_CASE("a decode step's host time, and the same bits when repeated",
     // at 16 heads, through the reduce; pairs at 128.)
     DecodeInputs pairs = makeInputs(sig, std::vector<int>(64, 1000), 11 + heads);
     checkAgainstReference(pairs, decodeOnGpu(fixture, *kernel, pairs, 132, 500));
+    // Requests of many chunks: decode + reduce.
+    DecodeInputs many = makeInputs(sig, std::vector<int>(4, 8000), 13 + heads);
+    checkAgainstReference(many, decodeOnGpu(fixture, *kernel, many, 132, 500));
   }
 }
 
