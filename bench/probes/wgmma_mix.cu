@@ -9,10 +9,16 @@
 // fill: one producer warp streams 72 KB a tile (a bf16 tile of 64 keys x
 // 576) from DRAM into shared memory by bulk copies, as the kernel's refills
 // do, so that the fill's shared-memory writes compete with the operands.
-// Operands are whatever shared memory holds (timing only).
+// Operands and tiles hold random bf16 values (the products' results are
+// not used: timing and power only).
 //   nvcc -O2 -gencode arch=compute_90a,code=sm_90a -o wgmma_mix bench/probes/wgmma_mix.cu
-//   ./wgmma_mix
+//   ./wgmma_mix              (each mode once, cycles a tile)
+//   ./wgmma_mix 23 3         (S + P V + fill shared by pairs of blocks, back
+//                             to back for 3 s: sample nvidia-smi meanwhile for
+//                             the clock a schedule without stalls gets at the
+//                             power cap; TFLOP/s as 64-row decode tiles)
 #include <cstdio>
+#include <cstdlib>
 #include <cuda_runtime.h>
 typedef unsigned long long u64;
 typedef unsigned int u32;
@@ -50,7 +56,7 @@ constexpr int kOperandBytes = 64 * 1024;   // Q / K / P / V operands read by the
 constexpr int kShared = kOperandBytes + kFillBytes + 1024 + 64;
 
 // kMode bit 0: S products; bit 1: P V products; bit 2: the fill (bit 3:
-// from L2).
+// from L2; bit 4: pairs of blocks read the same tiles).
 template <int kMode>
 __global__ void __launch_bounds__(288) mix(long long *cycles, const unsigned char *src, int tiles) {
   constexpr int mode = kMode;
@@ -66,11 +72,22 @@ __global__ void __launch_bounds__(288) mix(long long *cycles, const unsigned cha
     asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(bar + 8));
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
+  // Operands of random values (the first 64 KB of the block's tiles), so
+  // that the tensor cores draw the power real data makes them draw.
+  for (int i = tid; i < kOperandBytes / 16; i += blockDim.x) {
+    const uint4 v = reinterpret_cast<const uint4 *>(src + (long long)blockIdx.x * tiles * kTileBytes)[i];
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(base + 16 * i), "r"(v.x), "r"(v.y), "r"(v.z),
+                 "r"(v.w)
+                 : "memory");
+  }
   __syncthreads();
   long long t0 = clock64();
   if (role == 2) { // the fill: one warp, lane 0 issues 9 bulk copies of 8 KB a tile
     if ((mode & 4) && tid == 256) {
-      const unsigned char *mine = src + (long long)blockIdx.x * tiles * kTileBytes;
+      // Bit 4: blocks 2i and 2i + 1 read the same tiles (the two 64-row
+      // blocks of a 128-head request: one from DRAM, the other from L2).
+      const int reader = (mode & 16) ? blockIdx.x / 2 : blockIdx.x;
+      const unsigned char *mine = src + (long long)reader * tiles * kTileBytes;
       for (int t = 0; t < tiles; ++t) {
         const u32 b = bar + 8 * (t % 2), dst = fill + kTileBytes * (t % 2);
         if (t >= 2) { // the stage's previous copy has landed
@@ -133,25 +150,60 @@ __global__ void __launch_bounds__(288) mix(long long *cycles, const unsigned cha
     cycles[blockIdx.x] = clock64() - t0;
 }
 
-int main() {
+// bf16 values in (-1, 1) from a hash of the index: the tiles and operands.
+__global__ void random_bf16(unsigned short *out, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    unsigned x = (unsigned)i * 2654435761u ^ (unsigned)(i >> 32) * 40503u;
+    x ^= x >> 15;
+    x *= 2246822519u;
+    x ^= x >> 13;
+    const float f = (float)(x & 0xffffff) / 8388608.0f - 1.0f;
+    out[i] = (unsigned short)(__float_as_uint(f) >> 16);
+  }
+}
+
+int main(int argc, char **argv) {
   const int blocks = 132, tiles = 128;
   long long *dev;
   unsigned char *src;
   cudaMalloc(&dev, 2000 * sizeof(long long));
   cudaMalloc(&src, (size_t)blocks * tiles * kTileBytes);
-  cudaMemset(src, 1, (size_t)blocks * tiles * kTileBytes);
+  random_bf16<<<1024, 256>>>(reinterpret_cast<unsigned short *>(src), (long long)blocks * tiles * kTileBytes / 2);
+  if (argc == 3 && std::atoi(argv[1]) == 23) {
+    const double seconds = std::atof(argv[2]);
+    cudaFuncSetAttribute(mix<23>, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared);
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    cudaEventRecord(a);
+    float ms = 0;
+    long long launches = 0;
+    while (ms < seconds * 1e3) {
+      for (int i = 0; i < 20; ++i)
+        mix<23><<<blocks, 288, kShared>>>(dev, src, tiles);
+      launches += 20;
+      cudaEventRecord(b);
+      cudaEventSynchronize(b);
+      cudaEventElapsedTime(&ms, a, b);
+    }
+    const double us = ms * 1e3 / launches;
+    const double flops = 2.0 * 64 * 64 * (576 + 512) * blocks * tiles;
+    std::printf("sustained S + P V + shared fill: %.1f us a launch, %.0f TFLOP/s as decode tiles%s\n", us,
+                flops / us / 1e6, cudaGetLastError() ? " (error)" : "");
+    return 0;
+  }
   const char *names[] = {"", "S products", "P V products", "S + P V", "fill alone", "S + fill", "P V + fill",
                          "S + P V + fill", "", "", "", "", "L2 fill alone", "S + L2 fill", "P V + L2 fill",
-                         "S + P V + L2 fill"};
+                         "S + P V + L2 fill", "", "", "", "", "", "", "", "S + P V + paired fill"};
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
   for (int round = 0; round < 2; ++round)
-    for (int mode : {1, 2, 3, 4, 5, 6, 7, 12, 13, 14, 15}) {
+    for (int mode : {1, 2, 3, 4, 5, 6, 7, 12, 13, 14, 15, 23}) {
       void (*kernel)(long long *, const unsigned char *, int) =
           mode == 1 ? mix<1> : mode == 2 ? mix<2> : mode == 3 ? mix<3> : mode == 4 ? mix<4> : mode == 5 ? mix<5>
           : mode == 6 ? mix<6> : mode == 7 ? mix<7> : mode == 12 ? mix<12> : mode == 13 ? mix<13>
-          : mode == 14 ? mix<14> : mix<15>;
+          : mode == 14 ? mix<14> : mode == 15 ? mix<15> : mix<23>;
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared);
       kernel<<<blocks, 288, kShared>>>(dev, src, tiles);
       cudaEventRecord(e0);
@@ -168,7 +220,7 @@ int main() {
       const double ideal = ((mode & 1) ? 36 * 32 : 0) + ((mode & 2) ? 8 * 128 : 0);
       std::printf("%-16s %7.1f cycles a tile (tensor peak %4.0f: %5.1f%%), %7.1f us, fill %s%s\n", names[mode],
                   mean / tiles, ideal, ideal > 0 ? 100.0 * ideal / (mean / tiles) : 0.0, ms * 1e3,
-                  (mode & 8) ? "from L2" : (mode & 4) ? "from DRAM" : "off", cudaGetLastError() ? " (error)" : "");
+                  (mode & 8) ? "from L2" : (mode & 16) ? "shared by pairs" : (mode & 4) ? "from DRAM" : "off", cudaGetLastError() ? " (error)" : "");
       if (mode & 4)
         std::printf("%-16s fill %.0f GB/s\n", "", (double)blocks * tiles * kTileBytes / (ms * 1e-3) / 1e9);
     }
