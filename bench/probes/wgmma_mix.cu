@@ -27,13 +27,13 @@ __device__ __forceinline__ u64 desc(u32 addr) {
   return (u64)((addr & 0x3ffffu) >> 4) | ((u64)(1024 >> 4) << 32) | (1ull << 62);
 }
 #define ACC8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
-__device__ __forceinline__ void s_product(float (&d)[32], u64 a, u64 b) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+__device__ __forceinline__ void s_product(float (&d)[32], u64 a, u64 b, int accumulate = 1) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
                "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, "
                "%11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, "
                "%31}, %32, %33, p, 1, 1, 0, 0;\n}"
                : ACC8(0), ACC8(8), ACC8(16), ACC8(24)
-               : "l"(a), "l"(b));
+               : "l"(a), "l"(b), "r"(accumulate));
 }
 __device__ __forceinline__ void o_product(float (&d)[128], u64 a, u64 b) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
@@ -150,6 +150,307 @@ __global__ void __launch_bounds__(288) mix(long long *cycles, const unsigned cha
     cycles[blockIdx.x] = clock64() - t0;
 }
 
+// The same products as a pipeline with the kernel's data dependences and
+// nothing else (no softmax, no hand-over between consumers): kStages stages
+// of one 72 KB tile; warpgroup 0 waits for tile t's stage, multiplies S (K
+// from the stage's 9 slabs) and signals; warpgroup 1 then multiplies P V
+// (V from slabs 0..7) and frees the stage; the producer warp refills a
+// stage for tile t + kStages once it is free. Pairs of blocks read the same
+// tiles (the 128-head step's DRAM and L2 mix). Q and P share one 8 KB area
+// so that three stages fit.
+__device__ __forceinline__ void wait_parity(u32 bar, u32 parity) {
+  asm volatile("{\n.reg .pred done;\nwait_%=:\nmbarrier.try_wait.parity.shared.b64 done, [%0], %1;\n"
+               "@!done bra wait_%=;\n}" ::"r"(bar), "r"(parity) : "memory");
+}
+__device__ __forceinline__ void arrive(u32 bar) {
+  asm volatile("mbarrier.arrive.shared.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+template <int kStages>
+__global__ void __launch_bounds__(288) pipe(long long *cycles, const unsigned char *src, int tiles) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  const u32 raw = (u32)__cvta_generic_to_shared(smem);
+  const u32 base = (raw + 1023) & ~1023u;
+  const u32 stages = base + 8192, bars = stages + kStages * kTileBytes;
+  auto full = [&](int st) { return bars + 8 * st; };
+  auto done = [&](int st) { return bars + 8 * (kStages + st); };
+  auto empty = [&](int st) { return bars + 8 * (2 * kStages + st); };
+  const int tid = threadIdx.x;
+  const int role = __shfl_sync(0xffffffffu, tid / 128, 0);
+  for (int i = tid; i < 8192 / 16; i += blockDim.x) {
+    const uint4 v = reinterpret_cast<const uint4 *>(src + (long long)blockIdx.x * tiles * kTileBytes)[i];
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(base + 16 * i), "r"(v.x), "r"(v.y), "r"(v.z),
+                 "r"(v.w)
+                 : "memory");
+  }
+  if (tid == 0) {
+    for (int st = 0; st < 3 * kStages; ++st)
+      asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(bars + 8 * st));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  long long t0 = clock64();
+  if (role == 2) {
+    if (tid == 256) {
+      const unsigned char *mine = src + (long long)(blockIdx.x / 2) * tiles * kTileBytes;
+      for (int t = 0; t < tiles; ++t) {
+        const int st = t % kStages;
+        if (t >= kStages)
+          wait_parity(empty(st), (t / kStages - 1) % 2);
+        asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(full(st)), "r"(kTileBytes) : "memory");
+        for (int c = 0; c < kTileBytes / 8192; ++c)
+          asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], 8192, [%2];"
+                       ::"r"(stages + st * kTileBytes + 8192 * c), "l"(mine + (long long)t * kTileBytes + 8192 * c),
+                       "r"(full(st)) : "memory");
+      }
+    }
+  } else if (role == 0) {
+    float s[32];
+#pragma unroll
+    for (int i = 0; i < 32; ++i) s[i] = 0.0f;
+    const u64 q = desc(base);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    for (int t = 0; t < tiles; ++t) {
+      const int st = t % kStages;
+      wait_parity(full(st), (t / kStages) % 2);
+      const u64 k = desc(stages + st * kTileBytes);
+#pragma unroll
+      for (int j = 0; j < 36; ++j)
+        s_product(s, q + 2 * (j % 4), k + 512 * (j / 4) + 2 * (j % 4)); // slab j / 4 (8 KB = 512 units)
+      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      if (tid == 0)
+        arrive(done(st));
+    }
+    float sink = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 32; ++i) sink += s[i];
+    if (sink == 12345.0f)
+      cycles[1000] = 1;
+  } else {
+    float o[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) o[i] = 0.0f;
+    const u64 p = desc(base);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    for (int t = 0; t < tiles; ++t) {
+      const int st = t % kStages;
+      wait_parity(done(st), (t / kStages) % 2);
+      const u64 v = desc(stages + st * kTileBytes);
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        o_product(o, p + 2 * (j % 4), v + 512 * j);
+      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      if (tid == 128)
+        arrive(empty(st));
+    }
+    float sink = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 128; ++i) sink += o[i];
+    if (sink == 12345.0f)
+      cycles[1000] = 1;
+  }
+  __syncthreads();
+  if (tid == 0)
+    cycles[blockIdx.x] = clock64() - t0;
+}
+
+// A schedule the 64-row kernel does not have: one warpgroup computes S and
+// the softmax, two others hold O's column halves and only multiply P V; no
+// producer (each warpgroup refills the slabs it has finished with, as the
+// kernel's consumers do).
+// Warpgroup 0 issues S(t) into one of two accumulators and, while those
+// products run, takes the softmax of S(t - 1) (row maxima and sums over
+// quads, exp2, the rescale factor), stores P(t - 1) (bf16, 128-byte
+// swizzle) and the factors, and signals; warpgroups 1 and 2 wait for P(t),
+// rescale their 64 x 256 accumulators by the factors and multiply P(t) V(t)
+// from the stage, then free the stage and the P buffer. Two 72 KB stages,
+// as the kernel has; pairs of blocks read the same tiles. The products and
+// the softmax's arithmetic are the kernel's (no mask); Q is an 8 KB
+// stand-in.
+template <int kB>
+__device__ __forceinline__ void softmax_tile(float (&acc)[32], float (&run_max)[2], float (&run_sum)[2], u32 pbuf,
+                                             float *alpha, int tid) {
+  const int warp = tid / 32, lane = tid % 32;
+  float m[2] = {run_max[0], run_max[1]};
+#pragma unroll
+  for (int i = 0; i < 32; ++i)
+    m[(i / 2) % 2] = fmaxf(m[(i / 2) % 2], acc[i] * 0.0625f);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    m[h] = fmaxf(m[h], __shfl_xor_sync(0xffffffffu, m[h], 1));
+    m[h] = fmaxf(m[h], __shfl_xor_sync(0xffffffffu, m[h], 2));
+  }
+  float sum[2] = {0.0f, 0.0f};
+  u32 packed[16];
+#pragma unroll
+  for (int i = 0; i < 32; i += 2) {
+    const int h = (i / 2) % 2;
+    const float p0 = exp2f(acc[i] * 0.0625f - m[h]), p1 = exp2f(acc[i + 1] * 0.0625f - m[h]);
+    sum[h] += p0 + p1;
+    u32 word;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(word) : "f"(p1), "f"(p0));
+    packed[i / 2] = word;
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float a = exp2f(run_max[h] - m[h]);
+    sum[h] += __shfl_xor_sync(0xffffffffu, sum[h], 1);
+    sum[h] += __shfl_xor_sync(0xffffffffu, sum[h], 2);
+    run_sum[h] = run_sum[h] * a + sum[h];
+    run_max[h] = m[h];
+    if (lane % 4 == 0)
+      alpha[16 * warp + lane / 4 + 8 * h] = a;
+  }
+  // P rows of 128 bytes, 16-byte chunks swizzled by the row (128B mode).
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = 16 * warp + lane / 4 + 8 * h, byte = 16 * j + 4 * (lane % 4);
+      const u32 at = pbuf + row * 128 + ((byte / 16) ^ (row % 8)) * 16 + byte % 16;
+      asm volatile("st.shared.u32 [%0], %1;" ::"r"(at), "r"(packed[2 * j + h]) : "memory");
+    }
+}
+
+// Copies slabs [first, first + count) of tile t into stage st, counted on
+// full(st) (one of its three arrivals).
+__device__ __forceinline__ void refill(u32 full, u32 stage, const unsigned char *tile, int first, int count) {
+  asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(full), "r"(8192 * count) : "memory");
+  for (int c = first; c < first + count; ++c)
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], 8192, [%2];"
+                 ::"r"(stage + 8192 * c), "l"(tile + 8192 * c), "r"(full) : "memory");
+}
+
+template <bool kOverlap>
+__global__ void __launch_bounds__(384, 1) roles(long long *cycles, const unsigned char *src, int tiles) {
+  constexpr int kStages = 2;
+  extern __shared__ __align__(1024) unsigned char smem[];
+  const u32 raw = (u32)__cvta_generic_to_shared(smem);
+  const u32 base = (raw + 1023) & ~1023u;
+  const u32 pbufs = base + 8192, stages = pbufs + 2 * 8192, bars = stages + kStages * kTileBytes;
+  float *const alphas = reinterpret_cast<float *>(smem + (bars + 128 - raw));
+  auto full = [&](int st) { return bars + 8 * st; };
+  auto pfull = [&](int j) { return bars + 8 * (4 + j); };
+  auto pempty = [&](int j) { return bars + 8 * (6 + j); };
+  const int tid = threadIdx.x;
+  const int role = __shfl_sync(0xffffffffu, tid / 128, 0);
+  const unsigned char *mine = src + (long long)(blockIdx.x / 2) * tiles * kTileBytes;
+  auto tile = [&](int t) { return mine + (long long)t * kTileBytes; };
+  for (int i = tid; i < 8192 / 16; i += blockDim.x) {
+    const uint4 v = reinterpret_cast<const uint4 *>(src + (long long)blockIdx.x * tiles * kTileBytes)[i];
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(base + 16 * i), "r"(v.x), "r"(v.y), "r"(v.z),
+                 "r"(v.w)
+                 : "memory");
+  }
+  if (tid == 0) {
+    // full: the S warpgroup's rope slab and each P V warpgroup's four
+    // slabs; pfull: the S warpgroup's 128 threads; pempty: the two P V ones.
+    for (int b = 0; b < 8; ++b)
+      asm volatile("mbarrier.init.shared.b64 [%0], %1;" ::"r"(bars + 8 * b), "r"(b < 2 ? 3 : b < 6 ? 128 : 2));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  long long t0 = clock64();
+  if (tid == 0)
+    for (int t = 0; t < kStages; ++t) {
+      const u32 stage = stages + t * kTileBytes;
+      refill(full(t), stage, tile(t), 0, 4);
+      refill(full(t), stage, tile(t), 4, 4);
+      refill(full(t), stage, tile(t), 8, 1);
+    }
+  if (role == 0) {
+    float acc0[32], acc1[32];
+    float run_max[2] = {-1e30f, -1e30f}, run_sum[2] = {0.0f, 0.0f};
+    const u64 q = desc(base);
+    auto issue_s = [&](float (&acc)[32], int t) {
+      const int st = t % kStages;
+      wait_parity(full(st), (t / kStages) % 2);
+      const u64 k = desc(stages + st * kTileBytes);
+      asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+      for (int j = 0; j < 36; ++j)
+        s_product(acc, q + 2 * (j % 4), k + 512 * (j / 4) + 2 * (j % 4), j > 0);
+      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    };
+    // kOverlap: S(t + 1) stays in flight while S(t)'s softmax is taken
+    // (wait_group 1). ptxas 13 then serialises every product (C7514: the
+    // softmax reads accumulators inside another product's pipeline stage),
+    // so the default waits for all (wait_group 0) and overlaps only across
+    // warpgroups.
+    auto finish = [&](float (&acc)[32], int t, bool more) {
+      if (kOverlap && more)
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+      else
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      // The accumulators change here as far as the compiler knows, so that
+      // no read of them moves above the wait (CUTLASS's fence_operand).
+#pragma unroll
+      for (int i = 0; i < 32; ++i)
+        asm volatile("" : "+f"(acc[i])::"memory");
+      if (tid == 0 && t + kStages < tiles) // S(t) is done with the rope slab
+        refill(full(t % kStages), stages + (t % kStages) * kTileBytes, tile(t + kStages), 8, 1);
+      const int j = t % 2;
+      if (t >= 2)
+        wait_parity(pempty(j), (t / 2 - 1) % 2);
+      if (j == 0)
+        softmax_tile<0>(acc, run_max, run_sum, pbufs, alphas, tid);
+      else
+        softmax_tile<1>(acc, run_max, run_sum, pbufs + 8192, alphas + 64, tid);
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      arrive(pfull(j));
+    };
+    // S(t + 1) runs while the softmax of S(t) is taken (tiles is even).
+    issue_s(acc0, 0);
+    for (int t = 0; t < tiles - 2; t += 2) {
+      issue_s(acc1, t + 1);
+      finish(acc0, t, true);
+      issue_s(acc0, t + 2);
+      finish(acc1, t + 1, true);
+    }
+    issue_s(acc1, tiles - 1);
+    finish(acc0, tiles - 2, true);
+    finish(acc1, tiles - 1, false);
+    if (run_sum[0] + run_sum[1] == 12345.0f)
+      cycles[1000] = 1;
+  } else {
+    const int half = role - 1, wtid = tid - 128 * role;
+    float o[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) o[i] = 0.0f;
+    for (int t = 0; t < tiles; ++t) {
+      const int st = t % kStages, j = t % 2;
+      wait_parity(pfull(j), (t / 2) % 2);
+      const float *alpha = alphas + 64 * j;
+      const int row = 16 * (wtid / 32) + (wtid % 32) / 4;
+      const float a0 = alpha[row], a1 = alpha[row + 8];
+#pragma unroll
+      for (int i = 0; i < 128; ++i)
+        o[i] *= (i / 2) % 2 ? a1 : a0;
+      const u64 p = desc(pbufs + 8192 * j), v = desc(stages + st * kTileBytes + 4 * 8192 * half);
+      asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        o_product(o, p + 2 * k, v + 2 * k);
+      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      if (wtid == 0) {
+        arrive(pempty(j));
+        if (t + kStages < tiles) // this half of the stage is free
+          refill(full(st), stages + st * kTileBytes, tile(t + kStages), 4 * half, 4);
+      }
+    }
+    float sink = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 128; ++i) sink += o[i];
+    if (sink == 12345.0f)
+      cycles[1000] = 1;
+  }
+  __syncthreads();
+  if (tid == 0)
+    cycles[blockIdx.x] = clock64() - t0;
+}
+
 // bf16 values in (-1, 1) from a hash of the index: the tiles and operands.
 __global__ void random_bf16(unsigned short *out, long long n) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
@@ -191,6 +492,56 @@ int main(int argc, char **argv) {
     std::printf("sustained S + P V + shared fill: %.1f us a launch, %.0f TFLOP/s as decode tiles%s\n", us,
                 flops / us / 1e6, cudaGetLastError() ? " (error)" : "");
     return 0;
+  }
+  for (int stages : {2, 3}) {
+    void (*kernel)(long long *, const unsigned char *, int) = stages == 2 ? pipe<2> : pipe<3>;
+    const int bytes = 8192 + stages * kTileBytes + 1024 + 64;
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+    for (int round = 0; round < 2; ++round) {
+      kernel<<<blocks, 288, bytes>>>(dev, src, tiles);
+      cudaEvent_t a, b;
+      cudaEventCreate(&a);
+      cudaEventCreate(&b);
+      cudaEventRecord(a);
+      kernel<<<blocks, 288, bytes>>>(dev, src, tiles);
+      cudaEventRecord(b);
+      cudaEventSynchronize(b);
+      float ms = 0;
+      cudaEventElapsedTime(&ms, a, b);
+      long long host[132];
+      cudaMemcpy(host, dev, sizeof(host), cudaMemcpyDeviceToHost);
+      double mean = 0;
+      for (int i = 0; i < blocks; ++i) mean += host[i];
+      mean /= blocks;
+      std::printf("pipeline, %d stages, paired fill: %7.1f cycles a tile (tensor peak 2176: %5.1f%%), %7.1f us%s\n",
+                  stages, mean / tiles, 100.0 * 2176 / (mean / tiles), ms * 1e3,
+                  cudaGetLastError() ? " (error)" : "");
+    }
+  }
+  {
+    const int bytes = 8192 + 2 * 8192 + 2 * kTileBytes + 1024 + 128 + 512;
+    for (int round = 0; round < 4; ++round) {
+      void (*kernel)(long long *, const unsigned char *, int) = round % 2 ? roles<true> : roles<false>;
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+      kernel<<<blocks, 384, bytes>>>(dev, src, tiles);
+      cudaEvent_t a, b;
+      cudaEventCreate(&a);
+      cudaEventCreate(&b);
+      cudaEventRecord(a);
+      kernel<<<blocks, 384, bytes>>>(dev, src, tiles);
+      cudaEventRecord(b);
+      cudaEventSynchronize(b);
+      float ms = 0;
+      cudaEventElapsedTime(&ms, a, b);
+      long long host[132];
+      cudaMemcpy(host, dev, sizeof(host), cudaMemcpyDeviceToHost);
+      double mean = 0;
+      for (int i = 0; i < blocks; ++i) mean += host[i];
+      mean /= blocks;
+      std::printf("S + softmax warpgroup%s, two P V warpgroups, 2 stages, paired tiles: %7.1f cycles a tile "
+                  "(tensor peak 2176: %5.1f%%), %7.1f us%s\n",
+                  round % 2 ? " (S(t + 1) under the softmax, serialised)" : "", mean / tiles, 100.0 * 2176 / (mean / tiles), ms * 1e3, cudaGetLastError() ? " (error)" : "");
+    }
   }
   const char *names[] = {"", "S products", "P V products", "S + P V", "fill alone", "S + fill", "P V + fill",
                          "S + P V + fill", "", "", "", "", "L2 fill alone", "S + L2 fill", "P V + L2 fill",
