@@ -55,6 +55,32 @@ constexpr int kFillBytes = 2 * kTileBytes; // two fill buffers (stages)
 constexpr int kOperandBytes = 64 * 1024;   // Q / K / P / V operands read by the products
 constexpr int kShared = kOperandBytes + kFillBytes + 1024 + 64;
 
+__device__ __forceinline__ void wait_parity(u32 bar, u32 parity) {
+  asm volatile("{\n.reg .pred done;\nwait_%=:\nmbarrier.try_wait.parity.shared.b64 done, [%0], %1;\n"
+               "@!done bra wait_%=;\n}" ::"r"(bar), "r"(parity) : "memory");
+}
+__device__ __forceinline__ void arrive(u32 bar) {
+  asm volatile("mbarrier.arrive.shared.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+// Copies 8 KB slabs [first, first + count) of a tile into a stage by bulk
+// copies, counted on `full` (one arrival with its bytes).
+__device__ __forceinline__ void refill(u32 full, u32 stage, const unsigned char *tile, int first, int count) {
+  asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(full), "r"(8192 * count) : "memory");
+  for (int c = first; c < first + count; ++c)
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], 8192, [%2];"
+                 ::"r"(stage + 8192 * c), "l"(tile + 8192 * c), "r"(full) : "memory");
+}
+// Operands of random values (the first `bytes` of the block's tiles) at
+// `base`, so that the tensor cores draw the power real data makes them draw.
+__device__ __forceinline__ void load_operands(u32 base, const unsigned char *src, int tiles, int bytes) {
+  for (int i = threadIdx.x; i < bytes / 16; i += blockDim.x) {
+    const uint4 v = reinterpret_cast<const uint4 *>(src + (long long)blockIdx.x * tiles * kTileBytes)[i];
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(base + 16 * i), "r"(v.x), "r"(v.y), "r"(v.z),
+                 "r"(v.w)
+                 : "memory");
+  }
+}
+
 // kMode bit 0: S products; bit 1: P V products; bit 2: the fill (bit 3:
 // from L2; bit 4: pairs of blocks read the same tiles).
 template <int kMode>
@@ -72,14 +98,7 @@ __global__ void __launch_bounds__(288) mix(long long *cycles, const unsigned cha
     asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(bar + 8));
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
-  // Operands of random values (the first 64 KB of the block's tiles), so
-  // that the tensor cores draw the power real data makes them draw.
-  for (int i = tid; i < kOperandBytes / 16; i += blockDim.x) {
-    const uint4 v = reinterpret_cast<const uint4 *>(src + (long long)blockIdx.x * tiles * kTileBytes)[i];
-    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(base + 16 * i), "r"(v.x), "r"(v.y), "r"(v.z),
-                 "r"(v.w)
-                 : "memory");
-  }
+  load_operands(base, src, tiles, kOperandBytes);
   __syncthreads();
   long long t0 = clock64();
   if (role == 2) { // the fill: one warp, lane 0 issues 9 bulk copies of 8 KB a tile
@@ -90,23 +109,13 @@ __global__ void __launch_bounds__(288) mix(long long *cycles, const unsigned cha
       const unsigned char *mine = src + (long long)reader * tiles * kTileBytes;
       for (int t = 0; t < tiles; ++t) {
         const u32 b = bar + 8 * (t % 2), dst = fill + kTileBytes * (t % 2);
-        if (t >= 2) { // the stage's previous copy has landed
-          const u32 parity = ((t - 2) / 2) % 2;
-          asm volatile("{\n.reg .pred done;\nwait_%=:\nmbarrier.try_wait.parity.shared.b64 done, [%0], %1;\n"
-                       "@!done bra wait_%=;\n}" ::"r"(b), "r"(parity) : "memory");
-        }
-        asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(b), "r"(kTileBytes) : "memory");
+        if (t >= 2) // the stage's previous copy has landed
+          wait_parity(b, ((t - 2) / 2) % 2);
         // Bit 3: the block's first two tiles again and again (from L2).
-        const long long from = (long long)((mode & 8) ? t % 2 : t) * kTileBytes;
-        for (int c = 0; c < kTileBytes / 8192; ++c)
-          asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], 8192, [%2];"
-                       ::"r"(dst + 8192 * c), "l"(mine + from + 8192 * c), "r"(b) : "memory");
+        refill(b, dst, mine + (long long)((mode & 8) ? t % 2 : t) * kTileBytes, 0, kTileBytes / 8192);
       }
-      for (int t = tiles - 2; t < tiles; ++t) {
-        const u32 parity = (t / 2) % 2;
-        asm volatile("{\n.reg .pred done;\nwait_%=:\nmbarrier.try_wait.parity.shared.b64 done, [%0], %1;\n"
-                     "@!done bra wait_%=;\n}" ::"r"(bar + 8 * (t % 2)), "r"(parity) : "memory");
-      }
+      for (int t = tiles - 2; t < tiles; ++t)
+        wait_parity(bar + 8 * (t % 2), (t / 2) % 2);
     }
   } else if (role == 0) { // S = Q K^T, every tile (the two consumers' share)
     float s[32];
@@ -158,13 +167,6 @@ __global__ void __launch_bounds__(288) mix(long long *cycles, const unsigned cha
 // stage for tile t + kStages once it is free. Pairs of blocks read the same
 // tiles (the 128-head step's DRAM and L2 mix). Q and P share one 8 KB area
 // so that three stages fit.
-__device__ __forceinline__ void wait_parity(u32 bar, u32 parity) {
-  asm volatile("{\n.reg .pred done;\nwait_%=:\nmbarrier.try_wait.parity.shared.b64 done, [%0], %1;\n"
-               "@!done bra wait_%=;\n}" ::"r"(bar), "r"(parity) : "memory");
-}
-__device__ __forceinline__ void arrive(u32 bar) {
-  asm volatile("mbarrier.arrive.shared.b64 _, [%0];" ::"r"(bar) : "memory");
-}
 template <int kStages>
 __global__ void __launch_bounds__(288) pipe(long long *cycles, const unsigned char *src, int tiles) {
   extern __shared__ __align__(1024) unsigned char smem[];
@@ -176,12 +178,7 @@ __global__ void __launch_bounds__(288) pipe(long long *cycles, const unsigned ch
   auto empty = [&](int st) { return bars + 8 * (2 * kStages + st); };
   const int tid = threadIdx.x;
   const int role = __shfl_sync(0xffffffffu, tid / 128, 0);
-  for (int i = tid; i < 8192 / 16; i += blockDim.x) {
-    const uint4 v = reinterpret_cast<const uint4 *>(src + (long long)blockIdx.x * tiles * kTileBytes)[i];
-    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(base + 16 * i), "r"(v.x), "r"(v.y), "r"(v.z),
-                 "r"(v.w)
-                 : "memory");
-  }
+  load_operands(base, src, tiles, 8192);
   if (tid == 0) {
     for (int st = 0; st < 3 * kStages; ++st)
       asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(bars + 8 * st));
@@ -196,11 +193,7 @@ __global__ void __launch_bounds__(288) pipe(long long *cycles, const unsigned ch
         const int st = t % kStages;
         if (t >= kStages)
           wait_parity(empty(st), (t / kStages - 1) % 2);
-        asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(full(st)), "r"(kTileBytes) : "memory");
-        for (int c = 0; c < kTileBytes / 8192; ++c)
-          asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], 8192, [%2];"
-                       ::"r"(stages + st * kTileBytes + 8192 * c), "l"(mine + (long long)t * kTileBytes + 8192 * c),
-                       "r"(full(st)) : "memory");
+        refill(full(st), stages + st * kTileBytes, mine + (long long)t * kTileBytes, 0, kTileBytes / 8192);
       }
     }
   } else if (role == 0) {
@@ -268,7 +261,6 @@ __global__ void __launch_bounds__(288) pipe(long long *cycles, const unsigned ch
 // as the kernel has; pairs of blocks read the same tiles. The products and
 // the softmax's arithmetic are the kernel's (no mask); Q is an 8 KB
 // stand-in.
-template <int kB>
 __device__ __forceinline__ void softmax_tile(float (&acc)[32], float (&run_max)[2], float (&run_sum)[2], u32 pbuf,
                                              float *alpha, int tid) {
   const int warp = tid / 32, lane = tid % 32;
@@ -313,15 +305,6 @@ __device__ __forceinline__ void softmax_tile(float (&acc)[32], float (&run_max)[
     }
 }
 
-// Copies slabs [first, first + count) of tile t into stage st, counted on
-// full(st) (one of its three arrivals).
-__device__ __forceinline__ void refill(u32 full, u32 stage, const unsigned char *tile, int first, int count) {
-  asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(full), "r"(8192 * count) : "memory");
-  for (int c = first; c < first + count; ++c)
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], 8192, [%2];"
-                 ::"r"(stage + 8192 * c), "l"(tile + 8192 * c), "r"(full) : "memory");
-}
-
 template <bool kOverlap>
 __global__ void __launch_bounds__(384, 1) roles(long long *cycles, const unsigned char *src, int tiles) {
   constexpr int kStages = 2;
@@ -337,12 +320,7 @@ __global__ void __launch_bounds__(384, 1) roles(long long *cycles, const unsigne
   const int role = __shfl_sync(0xffffffffu, tid / 128, 0);
   const unsigned char *mine = src + (long long)(blockIdx.x / 2) * tiles * kTileBytes;
   auto tile = [&](int t) { return mine + (long long)t * kTileBytes; };
-  for (int i = tid; i < 8192 / 16; i += blockDim.x) {
-    const uint4 v = reinterpret_cast<const uint4 *>(src + (long long)blockIdx.x * tiles * kTileBytes)[i];
-    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(base + 16 * i), "r"(v.x), "r"(v.y), "r"(v.z),
-                 "r"(v.w)
-                 : "memory");
-  }
+  load_operands(base, src, tiles, 8192);
   if (tid == 0) {
     // full: the S warpgroup's rope slab and each P V warpgroup's four
     // slabs; pfull: the S warpgroup's 128 threads; pempty: the two P V ones.
@@ -393,10 +371,7 @@ __global__ void __launch_bounds__(384, 1) roles(long long *cycles, const unsigne
       const int j = t % 2;
       if (t >= 2)
         wait_parity(pempty(j), (t / 2 - 1) % 2);
-      if (j == 0)
-        softmax_tile<0>(acc, run_max, run_sum, pbufs, alphas, tid);
-      else
-        softmax_tile<1>(acc, run_max, run_sum, pbufs + 8192, alphas + 64, tid);
+      softmax_tile(acc, run_max, run_sum, pbufs + 8192 * j, alphas + 64 * j, tid);
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
       arrive(pfull(j));
     };
@@ -451,6 +426,34 @@ __global__ void __launch_bounds__(384, 1) roles(long long *cycles, const unsigne
     cycles[blockIdx.x] = clock64() - t0;
 }
 
+// One launch after a warm-up: its time and the blocks' mean cycles a tile.
+struct Timed {
+  double cycles_a_tile, us;
+};
+typedef void (*Kernel)(long long *, const unsigned char *, int);
+Timed time_launch(Kernel kernel, int threads, int bytes, long long *dev, const unsigned char *src, int blocks,
+                  int tiles) {
+  cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  kernel<<<blocks, threads, bytes>>>(dev, src, tiles);
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  cudaEventRecord(a);
+  kernel<<<blocks, threads, bytes>>>(dev, src, tiles);
+  cudaEventRecord(b);
+  cudaEventSynchronize(b);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, a, b);
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  long long host[132];
+  cudaMemcpy(host, dev, sizeof(host), cudaMemcpyDeviceToHost);
+  double mean = 0;
+  for (int i = 0; i < blocks; ++i)
+    mean += host[i];
+  return {mean / blocks / tiles, ms * 1e3};
+}
+
 // bf16 values in (-1, 1) from a hash of the index: the tiles and operands.
 __global__ void random_bf16(unsigned short *out, long long n) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
@@ -493,87 +496,37 @@ int main(int argc, char **argv) {
                 flops / us / 1e6, cudaGetLastError() ? " (error)" : "");
     return 0;
   }
-  for (int stages : {2, 3}) {
-    void (*kernel)(long long *, const unsigned char *, int) = stages == 2 ? pipe<2> : pipe<3>;
-    const int bytes = 8192 + stages * kTileBytes + 1024 + 64;
-    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  for (int stages : {2, 3})
     for (int round = 0; round < 2; ++round) {
-      kernel<<<blocks, 288, bytes>>>(dev, src, tiles);
-      cudaEvent_t a, b;
-      cudaEventCreate(&a);
-      cudaEventCreate(&b);
-      cudaEventRecord(a);
-      kernel<<<blocks, 288, bytes>>>(dev, src, tiles);
-      cudaEventRecord(b);
-      cudaEventSynchronize(b);
-      float ms = 0;
-      cudaEventElapsedTime(&ms, a, b);
-      long long host[132];
-      cudaMemcpy(host, dev, sizeof(host), cudaMemcpyDeviceToHost);
-      double mean = 0;
-      for (int i = 0; i < blocks; ++i) mean += host[i];
-      mean /= blocks;
+      const Timed r = time_launch(stages == 2 ? pipe<2> : pipe<3>, 288, 8192 + stages * kTileBytes + 1024 + 64, dev,
+                                  src, blocks, tiles);
       std::printf("pipeline, %d stages, paired fill: %7.1f cycles a tile (tensor peak 2176: %5.1f%%), %7.1f us%s\n",
-                  stages, mean / tiles, 100.0 * 2176 / (mean / tiles), ms * 1e3,
-                  cudaGetLastError() ? " (error)" : "");
+                  stages, r.cycles_a_tile, 100.0 * 2176 / r.cycles_a_tile, r.us, cudaGetLastError() ? " (error)" : "");
     }
-  }
-  {
-    const int bytes = 8192 + 2 * 8192 + 2 * kTileBytes + 1024 + 128 + 512;
-    for (int round = 0; round < 4; ++round) {
-      void (*kernel)(long long *, const unsigned char *, int) = round % 2 ? roles<true> : roles<false>;
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-      kernel<<<blocks, 384, bytes>>>(dev, src, tiles);
-      cudaEvent_t a, b;
-      cudaEventCreate(&a);
-      cudaEventCreate(&b);
-      cudaEventRecord(a);
-      kernel<<<blocks, 384, bytes>>>(dev, src, tiles);
-      cudaEventRecord(b);
-      cudaEventSynchronize(b);
-      float ms = 0;
-      cudaEventElapsedTime(&ms, a, b);
-      long long host[132];
-      cudaMemcpy(host, dev, sizeof(host), cudaMemcpyDeviceToHost);
-      double mean = 0;
-      for (int i = 0; i < blocks; ++i) mean += host[i];
-      mean /= blocks;
-      std::printf("S + softmax warpgroup%s, two P V warpgroups, 2 stages, paired tiles: %7.1f cycles a tile "
-                  "(tensor peak 2176: %5.1f%%), %7.1f us%s\n",
-                  round % 2 ? " (S(t + 1) under the softmax, serialised)" : "", mean / tiles, 100.0 * 2176 / (mean / tiles), ms * 1e3, cudaGetLastError() ? " (error)" : "");
-    }
+  for (int round = 0; round < 4; ++round) {
+    const Timed r = time_launch(round % 2 ? roles<true> : roles<false>, 384,
+                                8192 + 2 * 8192 + 2 * kTileBytes + 1024 + 128 + 512, dev, src, blocks, tiles);
+    std::printf("S + softmax warpgroup%s, two P V warpgroups, 2 stages, paired tiles: %7.1f cycles a tile "
+                "(tensor peak 2176: %5.1f%%), %7.1f us%s\n",
+                round % 2 ? " (S(t + 1) under the softmax, serialised)" : "", r.cycles_a_tile,
+                100.0 * 2176 / r.cycles_a_tile, r.us, cudaGetLastError() ? " (error)" : "");
   }
   const char *names[] = {"", "S products", "P V products", "S + P V", "fill alone", "S + fill", "P V + fill",
                          "S + P V + fill", "", "", "", "", "L2 fill alone", "S + L2 fill", "P V + L2 fill",
                          "S + P V + L2 fill", "", "", "", "", "", "", "", "S + P V + paired fill"};
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
   for (int round = 0; round < 2; ++round)
     for (int mode : {1, 2, 3, 4, 5, 6, 7, 12, 13, 14, 15, 23}) {
-      void (*kernel)(long long *, const unsigned char *, int) =
-          mode == 1 ? mix<1> : mode == 2 ? mix<2> : mode == 3 ? mix<3> : mode == 4 ? mix<4> : mode == 5 ? mix<5>
-          : mode == 6 ? mix<6> : mode == 7 ? mix<7> : mode == 12 ? mix<12> : mode == 13 ? mix<13>
-          : mode == 14 ? mix<14> : mode == 15 ? mix<15> : mix<23>;
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kShared);
-      kernel<<<blocks, 288, kShared>>>(dev, src, tiles);
-      cudaEventRecord(e0);
-      kernel<<<blocks, 288, kShared>>>(dev, src, tiles);
-      cudaEventRecord(e1);
-      cudaEventSynchronize(e1);
-      float ms = 0;
-      cudaEventElapsedTime(&ms, e0, e1);
-      long long host[132];
-      cudaMemcpy(host, dev, sizeof(host), cudaMemcpyDeviceToHost);
-      double mean = 0;
-      for (int i = 0; i < blocks; ++i) mean += host[i];
-      mean /= blocks;
+      const Kernel kernel = mode == 1 ? mix<1> : mode == 2 ? mix<2> : mode == 3 ? mix<3> : mode == 4 ? mix<4>
+                            : mode == 5 ? mix<5> : mode == 6 ? mix<6> : mode == 7 ? mix<7> : mode == 12 ? mix<12>
+                            : mode == 13 ? mix<13> : mode == 14 ? mix<14> : mode == 15 ? mix<15> : mix<23>;
+      const Timed r = time_launch(kernel, 288, kShared, dev, src, blocks, tiles);
       const double ideal = ((mode & 1) ? 36 * 32 : 0) + ((mode & 2) ? 8 * 128 : 0);
       std::printf("%-16s %7.1f cycles a tile (tensor peak %4.0f: %5.1f%%), %7.1f us, fill %s%s\n", names[mode],
-                  mean / tiles, ideal, ideal > 0 ? 100.0 * ideal / (mean / tiles) : 0.0, ms * 1e3,
-                  (mode & 8) ? "from L2" : (mode & 16) ? "shared by pairs" : (mode & 4) ? "from DRAM" : "off", cudaGetLastError() ? " (error)" : "");
+                  r.cycles_a_tile, ideal, ideal > 0 ? 100.0 * ideal / r.cycles_a_tile : 0.0, r.us,
+                  (mode & 8) ? "from L2" : (mode & 16) ? "shared by pairs" : (mode & 4) ? "from DRAM" : "off",
+                  cudaGetLastError() ? " (error)" : "");
       if (mode & 4)
-        std::printf("%-16s fill %.0f GB/s\n", "", (double)blocks * tiles * kTileBytes / (ms * 1e-3) / 1e9);
+        std::printf("%-16s fill %.0f GB/s\n", "", (double)blocks * tiles * kTileBytes / (r.us * 1e-6) / 1e9);
     }
   return 0;
 }
