@@ -65,9 +65,11 @@ def flushed_us(fn, flush, reps=100):
     return statistics.median(a.elapsed_time(b) for a, b in ts) * 1e3
 
 
-def mlagen_decode(rt, arch, batch, heads, seq, fp8=False, fp8_q=False, num_sms=None):
+def mlagen_decode(rt, arch, batch, heads, seq, fp8=False, fp8_q=False, num_sms=None,
+                  in_order=False):
     """fp8: an fp8 e4m3 cache; fp8_q: fp8 e4m3 q too (per-tensor q_scale);
-    num_sms: the SMs the plan spreads the work over (None: the device's)."""
+    num_sms: the SMs the plan spreads the work over (None: the device's);
+    in_order: the block table lists the pages in order (else shuffled)."""
     kernel = rt.kernel(f"decode qk={QK} v={V} hq={heads} q_len=1 page={PAGE} mask=causal "
                        f"lse=1 q={'fp8e4m3' if fp8_q else 'bf16'} "
                        f"kv={'fp8e4m3' if fp8 else 'bf16'} out=bf16 arch={arch}")
@@ -78,7 +80,8 @@ def mlagen_decode(rt, arch, batch, heads, seq, fp8=False, fp8_q=False, num_sms=N
     kv = torch.randn(batch * pages, PAGE, QK, device="cuda", dtype=torch.bfloat16)
     if fp8:
         kv = (kv * 16).to(torch.float8_e4m3fn)
-    table = torch.randperm(batch * pages, device="cuda", dtype=torch.int32).view(batch, pages)
+    order = torch.arange if in_order else torch.randperm
+    table = order(batch * pages, device="cuda", dtype=torch.int32).view(batch, pages)
     lens = torch.full((batch,), seq, device="cuda", dtype=torch.int32)
     out = torch.empty(batch, 1, heads, V, device="cuda", dtype=torch.bfloat16)
     lse = torch.empty(batch, 1, heads, device="cuda", dtype=torch.float32)

@@ -3,28 +3,17 @@
 # bench_decode, in one process: does page order matter, and where does the
 # 128-head rate go once a step's fixed part is amortised?
 #   PYTHONPATH=python MLAGEN_LIBRARY=carry/libmlagen.so python3 bench/probes/probe_table_order.py
-import math, os, sys
+import os, sys
 import torch
 sys.path.insert(0, "bench")
-from bench_decode import QK, V, PAGE, bench
+from bench_decode import QK, V, bench, mlagen_decode
 import mlagen
 
 rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
 
 
 def step(batch, heads, seq, in_order):
-    kernel = rt.kernel(f"decode qk={QK} v={V} hq={heads} q_len=1 page={PAGE} mask=causal lse=1 "
-                       f"q=bf16 kv=bf16 out=bf16 arch=sm_90a")
-    pages = seq // PAGE
-    q = torch.randn(batch, 1, heads, QK, device="cuda", dtype=torch.bfloat16)
-    kv = torch.randn(batch * pages, PAGE, QK, device="cuda", dtype=torch.bfloat16)
-    order = (torch.arange if in_order else torch.randperm)(batch * pages, device="cuda", dtype=torch.int32)
-    table = order.view(batch, pages)
-    lens = torch.full((batch,), seq, device="cuda", dtype=torch.int32)
-    out = torch.empty(batch, 1, heads, V, device="cuda", dtype=torch.bfloat16)
-    lse = torch.empty(batch, 1, heads, device="cuda", dtype=torch.float32)
-    plan = mlagen.DecodePlan(kernel, batch, max_seq_len=seq).update([seq] * batch)
-    ms = bench(lambda: kernel.decode(q, kv, out, table, lens, plan, 1 / math.sqrt(192), lse=lse))
+    ms = bench(mlagen_decode(rt, "sm_90a", batch, heads, seq, in_order=in_order))
     return ms, 2.0 * batch * heads * seq * (QK + V) / ms / 1e9, batch * seq * QK * 2 / ms / 1e6
 
 

@@ -42,11 +42,8 @@ __global__ void reduce(Params p) {
 }
 
 template <bool kTail> __global__ void decode(Params p) {
-  if (kTail && blockIdx.x == 0 && threadIdx.x == 0) {
-    Params child = p;
-    child.spin_ns = 0;
-    reduce<<<96, 384, 0, cudaStreamTailLaunch>>>(child);
-  }
+  if (kTail && blockIdx.x == 0 && threadIdx.x == 0)
+    reduce<<<96, 384, 0, cudaStreamTailLaunch>>>(p);
   spin(p.spin_ns);
 }
 

@@ -64,6 +64,21 @@ __device__ __forceinline__ void arrive(u32 bar) {
 }
 // Copies 8 KB slabs [first, first + count) of a tile into a stage by bulk
 // copies, counted on `full` (one arrival with its bytes).
+// Accumulators start at zero; keep_live stops the compiler from dropping
+// products whose results nothing else reads.
+template <int N> __device__ __forceinline__ void zero(float (&acc)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    acc[i] = 0.0f;
+}
+template <int N> __device__ __forceinline__ void keep_live(const float (&acc)[N], long long *cycles) {
+  float sink = 0.0f;
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    sink += acc[i];
+  if (sink == 12345.0f)
+    cycles[1000] = 1;
+}
 __device__ __forceinline__ void refill(u32 full, u32 stage, const unsigned char *tile, int first, int count) {
   asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(full), "r"(8192 * count) : "memory");
   for (int c = first; c < first + count; ++c)
@@ -119,8 +134,7 @@ __global__ void __launch_bounds__(288) mix(long long *cycles, const unsigned cha
     }
   } else if (role == 0) { // S = Q K^T, every tile (the two consumers' share)
     float s[32];
-#pragma unroll
-    for (int i = 0; i < 32; ++i) s[i] = 0.0f;
+    zero(s);
     const u64 q = desc(base), k = desc(base + 16384);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
     for (int t = 0; (mode & 1) && t < tiles; ++t) {
@@ -130,15 +144,10 @@ __global__ void __launch_bounds__(288) mix(long long *cycles, const unsigned cha
       asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     }
-    float sink = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 32; ++i) sink += s[i];
-    if (sink == 12345.0f)
-      cycles[1000] = 1;
+    keep_live(s, cycles);
   } else { // P V, both consumers' column halves: 8 products a tile
     float o[128];
-#pragma unroll
-    for (int i = 0; i < 128; ++i) o[i] = 0.0f;
+    zero(o);
     const u64 p = desc(base + 32768), v = desc(base + 40960);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
     for (int t = 0; (mode & 2) && t < tiles; ++t) {
@@ -148,11 +157,7 @@ __global__ void __launch_bounds__(288) mix(long long *cycles, const unsigned cha
       asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     }
-    float sink = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 128; ++i) sink += o[i];
-    if (sink == 12345.0f)
-      cycles[1000] = 1;
+    keep_live(o, cycles);
   }
   __syncthreads();
   if (tid == 0)
@@ -198,8 +203,7 @@ __global__ void __launch_bounds__(288) pipe(long long *cycles, const unsigned ch
     }
   } else if (role == 0) {
     float s[32];
-#pragma unroll
-    for (int i = 0; i < 32; ++i) s[i] = 0.0f;
+    zero(s);
     const u64 q = desc(base);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
     for (int t = 0; t < tiles; ++t) {
@@ -214,15 +218,10 @@ __global__ void __launch_bounds__(288) pipe(long long *cycles, const unsigned ch
       if (tid == 0)
         arrive(done(st));
     }
-    float sink = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 32; ++i) sink += s[i];
-    if (sink == 12345.0f)
-      cycles[1000] = 1;
+    keep_live(s, cycles);
   } else {
     float o[128];
-#pragma unroll
-    for (int i = 0; i < 128; ++i) o[i] = 0.0f;
+    zero(o);
     const u64 p = desc(base);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
     for (int t = 0; t < tiles; ++t) {
@@ -237,11 +236,7 @@ __global__ void __launch_bounds__(288) pipe(long long *cycles, const unsigned ch
       if (tid == 128)
         arrive(empty(st));
     }
-    float sink = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 128; ++i) sink += o[i];
-    if (sink == 12345.0f)
-      cycles[1000] = 1;
+    keep_live(o, cycles);
   }
   __syncthreads();
   if (tid == 0)
@@ -391,8 +386,7 @@ __global__ void __launch_bounds__(384, 1) roles(long long *cycles, const unsigne
   } else {
     const int half = role - 1, wtid = tid - 128 * role;
     float o[128];
-#pragma unroll
-    for (int i = 0; i < 128; ++i) o[i] = 0.0f;
+    zero(o);
     for (int t = 0; t < tiles; ++t) {
       const int st = t % kStages, j = t % 2;
       wait_parity(pfull(j), (t / 2) % 2);
@@ -415,11 +409,7 @@ __global__ void __launch_bounds__(384, 1) roles(long long *cycles, const unsigne
           refill(full(st), stages + st * kTileBytes, tile(t + kStages), 4 * half, 4);
       }
     }
-    float sink = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 128; ++i) sink += o[i];
-    if (sink == 12345.0f)
-      cycles[1000] = 1;
+    keep_live(o, cycles);
   }
   __syncthreads();
   if (tid == 0)
