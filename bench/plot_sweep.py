@@ -5,7 +5,10 @@ Run on the GPU machine from the repo root:
 Writes sweep.json, prefill_sweep.png and decode_sweep.png under $OUT (or /tmp).
 Prefill: causal MLA prefill (192/128, H16) at 16384 tokens per batch (B = 16384/S);
 decode: absorbed MLA decode (576/512, H16, page 64, q_len 1) over batch at S 4096
-and over S at B64. Medians of triton.testing.do_bench.
+and over S at B64, bf16 and fp8 q + cache (GB/s of the cache bytes each reads), beside
+cuDNN's GQA decode at the same batch moving as many cache bytes; and the 128-head
+step's TFLOP/s over batch beside torch's bf16 GEMM. Medians of
+triton.testing.do_bench (bench_decode.bench: after its writing L2 flush).
 """
 import json
 import os
@@ -38,14 +41,32 @@ def main():
         print(row, flush=True)
         torch.cuda.empty_cache()
 
-    def decode_gbps(batch, seq):
-        bytes_ = batch * seq * 576 * 2 + batch * 16 * (576 + 512) * 2
-        return round(bytes_ / bench_decode.bench(bench_decode.mlagen_decode(rt, arch, batch, 16, seq)) / 1e6, 1)
+    QK, V = bench_decode.QK, bench_decode.V
+
+    def decode_row(batch, seq):
+        us = {name: bench_decode.bench(bench_decode.mlagen_decode(rt, arch, batch, 16, seq, f8, f8))
+              for name, f8 in (("bf16", False), ("fp8", True))}
+        # GB/s of the cache alone, as cuDNN's count their K and V
+        return {"mlagen_GBps": round(batch * seq * QK * 2 / us["bf16"] / 1e6, 1),
+                "mlagen_fp8_GBps": round(batch * seq * QK / us["fp8"] / 1e6, 1),
+                "fp8_speedup": round(us["bf16"] / us["fp8"], 2),
+                # as many cache bytes: 8 kv heads x 128 x K and V = 4096 bytes a token
+                "cudnn_same_bytes_GBps": bench_decode.cudnn_gqa_decode_GBps(batch, seq * QK * 2 // 4096)}
     for b in (1, 8, 16, 32, 64, 128, 256):
-        res["decode_batch"].append({"B": b, "mlagen_GBps": decode_gbps(b, 4096)})
+        res["decode_batch"].append({"B": b, **decode_row(b, 4096)})
+        torch.cuda.empty_cache()
     for s in (1024, 2048, 4096, 8192, 16384, 32768):
-        res["decode_seq"].append({"S": s, "mlagen_GBps": decode_gbps(64, s)})
+        res["decode_seq"].append({"S": s, **decode_row(64, s)})
+        torch.cuda.empty_cache()
     print(res["decode_batch"], res["decode_seq"], flush=True)
+    m = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    res["torch_gemm_TFLOPs"] = round(2 * 8192 ** 3 / bench_decode.bench(lambda: m @ m) / 1e9, 1)
+    del m
+    res["decode_h128"] = []
+    for b in (8, 16, 32, 64, 128):
+        ms = bench_decode.bench(bench_decode.mlagen_decode(rt, arch, b, 128, 4096))
+        res["decode_h128"].append({"B": b, "mlagen_TFLOPs": round(2.0 * b * 128 * 4096 * (QK + V) / ms / 1e9, 1)})
+    print(res["decode_h128"], res["torch_gemm_TFLOPs"], flush=True)
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for name in ("mlagen", "cudnn", "flash2_padV"):
@@ -57,13 +78,23 @@ def main():
     fig.tight_layout()
     fig.savefig(os.path.join(out_dir, "prefill_sweep.png"), dpi=120)
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4))
-    a.plot([r["B"] for r in res["decode_batch"]], [r["mlagen_GBps"] for r in res["decode_batch"]], marker="o")
-    a.set_xscale("log", base=2)
-    a.set(xlabel="batch (S 4096)", ylabel="GB/s", title="absorbed MLA decode H16 page 64")
-    b.plot([r["S"] for r in res["decode_seq"]], [r["mlagen_GBps"] for r in res["decode_seq"]], marker="o")
-    b.set_xscale("log", base=2)
-    b.set(xlabel="sequence length (B 64)", ylabel="GB/s", title=res["gpu"])
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(15, 4))
+    for ax, key, x, label in ((a, "decode_batch", "B", "batch (S 4096)"), (b, "decode_seq", "S", "sequence length (B 64)")):
+        rows = res[key]
+        for name, legend in (("mlagen_GBps", "mlagen bf16"), ("mlagen_fp8_GBps", "mlagen fp8 q + cache"),
+                             ("cudnn_same_bytes_GBps", "cuDNN GQA decode, same bytes")):
+            ax.plot([r[x] for r in rows], [r[name] for r in rows], marker="o", label=legend)
+        ax.set_xscale("log", base=2)
+        ax.set(xlabel=label, ylabel="GB/s of cache read")
+        ax.legend()
+    a.set_title("absorbed MLA decode H16 page 64")
+    b.set_title(res["gpu"])
+    c.plot([r["B"] for r in res["decode_h128"]], [r["mlagen_TFLOPs"] for r in res["decode_h128"]], marker="o",
+           label="mlagen bf16, H128 S4096")
+    c.axhline(res["torch_gemm_TFLOPs"], color="gray", linestyle="--", label="torch bf16 GEMM 8192^3")
+    c.set_xscale("log", base=2)
+    c.set(xlabel="batch", ylabel="TFLOP/s", title="absorbed MLA decode H128 (compute-bound)")
+    c.legend()
     fig.tight_layout()
     fig.savefig(os.path.join(out_dir, "decode_sweep.png"), dpi=120)
     json.dump(res, open(os.path.join(out_dir, "sweep.json"), "w"), indent=1)
