@@ -12,7 +12,8 @@
 // Operands and tiles hold random bf16 values (the products' results are
 // not used: timing and power only).
 //   nvcc -O2 -gencode arch=compute_90a,code=sm_90a -o wgmma_mix bench/probes/wgmma_mix.cu
-//   ./wgmma_mix              (each mode once, cycles a tile)
+//   ./wgmma_mix              (each mode once, cycles a tile; then the
+//                             e4m3 64-row design's pipeline, `fp8_pipe`)
 //   ./wgmma_mix 23 3         (S + P V + fill shared by pairs of blocks, back
 //                             to back for 3 s: sample nvidia-smi meanwhile for
 //                             the clock a schedule without stalls gets at the
@@ -27,26 +28,27 @@ __device__ __forceinline__ u64 desc(u32 addr) {
   return (u64)((addr & 0x3ffffu) >> 4) | ((u64)(1024 >> 4) << 32) | (1ull << 62);
 }
 #define ACC8(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define ACC32 ACC8(0), ACC8(8), ACC8(16), ACC8(24)
+#define ACC128 ACC32, ACC8(32), ACC8(40), ACC8(48), ACC8(56), ACC8(64), ACC8(72), ACC8(80), ACC8(88), ACC8(96), \
+    ACC8(104), ACC8(112), ACC8(120)
+#define DREGS32 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define DREGS128 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, " \
+    "%21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, " \
+    "%43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, " \
+    "%65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, " \
+    "%87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, " \
+    "%107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, " \
+    "%125, %126, %127}"
 __device__ __forceinline__ void s_product(float (&d)[32], u64 a, u64 b, int accumulate = 1) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, "
-               "%11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, "
-               "%31}, %32, %33, p, 1, 1, 0, 0;\n}"
-               : ACC8(0), ACC8(8), ACC8(16), ACC8(24)
+               "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " DREGS32 ", %32, %33, p, 1, 1, 0, 0;\n}"
+               : ACC32
                : "l"(a), "l"(b), "r"(accumulate));
 }
 __device__ __forceinline__ void o_product(float (&d)[128], u64 a, u64 b) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, "
-               "%11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, "
-               "%31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, "
-               "%51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, "
-               "%71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, "
-               "%91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, "
-               "%109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, "
-               "%126, %127}, %128, %129, p, 1, 1, 0, 1;\n}"
-               : ACC8(0), ACC8(8), ACC8(16), ACC8(24), ACC8(32), ACC8(40), ACC8(48), ACC8(56), ACC8(64), ACC8(72),
-                 ACC8(80), ACC8(88), ACC8(96), ACC8(104), ACC8(112), ACC8(120)
+               "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " DREGS128 ", %128, %129, p, 1, 1, 0, 1;\n}"
+               : ACC128
                : "l"(a), "l"(b));
 }
 
@@ -417,6 +419,202 @@ __global__ void __launch_bounds__(384, 1) roles(long long *cycles, const unsigne
 }
 
 // One launch after a warm-up: its time and the blocks' mean cycles a tile.
+// The 64-row decode on e4m3 operands (bench/notes/decode-fp8.md, "fp8 q at
+// 128 heads: the 64-row e4m3 kernel"), its data dependences and nothing
+// else, as `pipe` does for bf16. Raw tiles of 5 slabs x 8 KB (64 keys x 128
+// bytes, 128-byte swizzle, as TMA boxes land; pairs of blocks read the same
+// tiles) in kRaw stages; the producer warpgroup transposes V (the raw
+// tile's first 512 columns) into one of two V^T buffers ([512 columns][64
+// keys], 64-byte swizzle), each k-step's keys in the order the S
+// accumulators hand P to an RS product (keys 2q, 2q + 1, 2q + 8, 2q + 9 at
+// positions 4q .. 4q + 3): ldmatrix.x4.trans of 16-bit pairs, two byte
+// permutes a word, st.shared. Warpgroup 0 multiplies S = Q K^T (18 SS
+// m64n64k32) and frees the raw stage with the transposer; warpgroup 1
+// then multiplies P V as 8 SS m64n256k32 (two column halves x two k-steps
+// x P's hi and lo) from V^T and frees the buffer. kMode bit 0: S products,
+// bit 1: P V products, bit 2: the transpose (bit 3: with 16-byte stores);
+// the waits and hand-overs always.
+constexpr int kRawBytes = 5 * 8192, kVtBytes = 512 * 64;
+__device__ __forceinline__ u64 desc_sw64(u32 addr) { // K-major rows of 64 bytes, 8-row atoms of 512
+  return (u64)((addr & 0x3ffffu) >> 4) | ((u64)(512 >> 4) << 32) | (2ull << 62);
+}
+__device__ __forceinline__ void s_product_e4m3(float (&d)[32], u64 a, u64 b) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 " DREGS32 ", %32, %33, p, 1, 1;\n}"
+               : ACC32
+               : "l"(a), "l"(b));
+}
+__device__ __forceinline__ void o_product_e4m3(float (&d)[128], u64 a, u64 b) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 " DREGS128 ", %128, %129, p, 1, 1;\n}"
+               : ACC128
+               : "l"(a), "l"(b));
+}
+// One warp's share of V^T for the raw stage at `stage`: 16 blocks of 32
+// keys x 16 columns.
+__device__ __forceinline__ void transpose_v(u32 stage, u32 vt, int warp, int lane) {
+  const int g = lane / 4, q = lane % 4;
+#pragma unroll 4
+  for (int i = 0; i < 16; ++i) {
+    const int blk = 16 * warp + i, c = blk % 32, ks = blk / 32;
+    const int key = 32 * ks + lane; // lane l: row l % 8 of matrix l / 8 (keys 8 m .. 8 m + 7)
+    const u32 from = stage + (c / 8) * 8192 + key * 128 + (((c % 8) ^ (key % 8)) * 16);
+    u32 r[4];
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(from));
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int odd = 0; odd < 2; ++odd) {
+        const u32 word = __byte_perm(r[2 * h], r[2 * h + 1], odd ? 0x7531 : 0x6420);
+        const int row = 16 * c + 2 * g + odd, chunk = (2 * ks + h) ^ ((row >> 1) & 3);
+        asm volatile("st.shared.u32 [%0], %1;" ::"r"(vt + row * 64 + chunk * 16 + 4 * q), "r"(word) : "memory");
+      }
+  }
+}
+// The same with 16-byte stores: the four lanes of a quad swap words (lane
+// d ends with word d of each, 16 keys of one column) and each stores them
+// at once, 8 rows x 4 chunks a wavefront (the 64-byte swizzle's pattern).
+__device__ __forceinline__ void transpose_v16(u32 stage, u32 vt, int warp, int lane) {
+  const int g = lane / 4, d = lane % 4;
+#pragma unroll 4
+  for (int i = 0; i < 16; ++i) {
+    const int blk = 16 * warp + i, c = blk % 32, ks = blk / 32;
+    const int key = 32 * ks + lane;
+    const u32 from = stage + (c / 8) * 8192 + key * 128 + (((c % 8) ^ (key % 8)) * 16);
+    u32 r[4], w[4], out[4];
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(from));
+    // w[2 h + odd]: column 2 g + odd, keys of positions 16 h + 4 d .. + 3.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      w[2 * h] = __byte_perm(r[2 * h], r[2 * h + 1], 0x6420);
+      w[2 * h + 1] = __byte_perm(r[2 * h], r[2 * h + 1], 0x7531);
+    }
+    // Lane d wants word d of each quad lane s (positions 4 s .. of its
+    // column): round k reads lane (d + k) % 4, which sends its word
+    // (s - k) % 4. Lane-dependent picks as selects, not branches.
+    auto pick = [](const u32 (&v)[4], int i) {
+      const u32 lo = (i & 1) ? v[1] : v[0], hi = (i & 1) ? v[3] : v[2];
+      return (i & 2) ? hi : lo;
+    };
+    u32 got[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      got[k] = __shfl_sync(0xffffffffu, pick(w, (d - k) & 3), 4 * g + ((d + k) & 3));
+#pragma unroll
+    for (int j = 0; j < 4; ++j) // word j came in round (j - d) % 4
+      out[j] = pick(got, (j - d) & 3);
+    const int row = 16 * c + 2 * g + (d & 1), chunk = (2 * ks + d / 2) ^ ((row >> 1) & 3);
+    asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(vt + row * 64 + chunk * 16), "r"(out[0]),
+                 "r"(out[1]), "r"(out[2]), "r"(out[3])
+                 : "memory");
+  }
+}
+template <int kRaw, int kMode>
+__global__ void __launch_bounds__(384, 1) fp8_pipe(long long *cycles, const unsigned char *src, int tiles) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  const u32 raw = (u32)__cvta_generic_to_shared(smem);
+  const u32 base = (raw + 1023) & ~1023u;
+  const u32 q = base, p = q + kRawBytes, stages = p + 8192, vts = stages + kRaw * kRawBytes;
+  const u32 bars = vts + 2 * kVtBytes;
+  auto raw_full = [&](int st) { return bars + 8 * st; };
+  auto raw_empty = [&](int st) { return bars + 8 * (kRaw + st); };
+  auto s_done = [&](int b) { return bars + 8 * (2 * kRaw + b); };
+  auto p_empty = [&](int b) { return bars + 8 * (2 * kRaw + 2 + b); };
+  auto vt_full = [&](int b) { return bars + 8 * (2 * kRaw + 4 + b); };
+  auto vt_empty = [&](int b) { return bars + 8 * (2 * kRaw + 6 + b); };
+  const int tid = threadIdx.x;
+  const int role = __shfl_sync(0xffffffffu, tid / 128, 0);
+  load_operands(base, src, tiles, kRawBytes + 8192);
+  if (tid == 0) {
+    for (int b = 0; b < 2 * kRaw + 8; ++b) // raw_empty: S and the transposer
+      asm volatile("mbarrier.init.shared.b64 [%0], %1;" ::"r"(bars + 8 * b), "r"(b >= kRaw && b < 2 * kRaw ? 2 : 1));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  long long t0 = clock64();
+  const unsigned char *mine = src + (long long)(blockIdx.x / 2) * tiles * kTileBytes;
+  if (role == 2) {
+    // Every producer thread waits for a stage to free (ldmatrix and the
+    // named barrier want the warps converged); thread 256 refills it.
+    auto issue = [&](int t) {
+      const int st = t % kRaw;
+      if (t >= kRaw)
+        wait_parity(raw_empty(st), (t / kRaw - 1) % 2);
+      if (tid == 256)
+        refill(raw_full(st), stages + st * kRawBytes, mine + (long long)t * kTileBytes, 0, 5);
+    };
+    for (int t = 0; t < kRaw - 1 && t < tiles; ++t)
+      issue(t);
+    for (int t = 0; t < tiles; ++t) {
+      if (t + kRaw - 1 < tiles)
+        issue(t + kRaw - 1);
+      const int st = t % kRaw, b = t % 2;
+      wait_parity(raw_full(st), (t / kRaw) % 2);
+      if (t >= 2)
+        wait_parity(vt_empty(b), (t / 2 - 1) % 2);
+      if (kMode & 8)
+        transpose_v16(stages + st * kRawBytes, vts + b * kVtBytes, (tid - 256) / 32, tid % 32);
+      else if (kMode & 4)
+        transpose_v(stages + st * kRawBytes, vts + b * kVtBytes, (tid - 256) / 32, tid % 32);
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); // V^T is read by wgmma
+      asm volatile("bar.sync 1, 128;" ::: "memory");
+      if (tid == 256) {
+        arrive(vt_full(b));
+        arrive(raw_empty(st));
+      }
+    }
+  } else if (role == 0) {
+    float s[32];
+    zero(s);
+    const u64 qd = desc(q);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    for (int t = 0; t < tiles; ++t) {
+      const int st = t % kRaw;
+      wait_parity(raw_full(st), (t / kRaw) % 2);
+      const u64 k = desc(stages + st * kRawBytes);
+#pragma unroll
+      for (int j = 0; (kMode & 1) && j < 18; ++j) // slab j / 4 (8 KB = 512 units), 32 bytes a k-step
+        s_product_e4m3(s, qd + 512 * (j / 4) + 2 * (j % 4), k + 512 * (j / 4) + 2 * (j % 4));
+      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      if (tid == 0)
+        arrive(raw_empty(st));
+      if (t >= 2) // P's buffer: the P V of tile t - 2 is done (the whole warpgroup waits: wgmma is aligned)
+        wait_parity(p_empty(t % 2), (t / 2 - 1) % 2);
+      if (tid == 0)
+        arrive(s_done(t % 2));
+    }
+    keep_live(s, cycles);
+  } else {
+    float o[128];
+    zero(o);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    for (int t = 0; t < tiles; ++t) {
+      const int b = t % 2;
+      wait_parity(s_done(b), (t / 2) % 2);
+      wait_parity(vt_full(b), (t / 2) % 2);
+      const u64 v = desc_sw64(vts + b * kVtBytes);
+#pragma unroll
+      for (int j = 0; (kMode & 2) && j < 8; ++j) // column half j % 2 (256 rows of 64 bytes), k-step, hi / lo
+        o_product_e4m3(o, desc_sw64(p + 4096 * (j / 4)) + 2 * ((j / 2) % 2), v + 1024 * (j % 2) + 2 * ((j / 2) % 2));
+      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      if (tid == 128) {
+        arrive(vt_empty(b));
+        arrive(p_empty(b));
+      }
+    }
+    keep_live(o, cycles);
+  }
+  __syncthreads();
+  if (tid == 0)
+    cycles[blockIdx.x] = clock64() - t0;
+}
+
 struct Timed {
   double cycles_a_tile, us;
 };
@@ -501,6 +699,19 @@ int main(int argc, char **argv) {
                 round % 2 ? " (S(t + 1) under the softmax, serialised)" : "", r.cycles_a_tile,
                 100.0 * 2176 / r.cycles_a_tile, r.us, cudaGetLastError() ? " (error)" : "");
   }
+  for (int round = 0; round < 2; ++round)
+    for (int mode : {1, 2, 3, 4, 7, 12, 15, 0}) {
+      const Kernel kernel = mode == 1 ? fp8_pipe<2, 1> : mode == 2 ? fp8_pipe<2, 2> : mode == 3 ? fp8_pipe<2, 3>
+                            : mode == 4 ? fp8_pipe<2, 4> : mode == 7 ? fp8_pipe<2, 7> : mode == 12 ? fp8_pipe<2, 12>
+                            : mode == 15 ? fp8_pipe<2, 15> : fp8_pipe<2, 0>;
+      const Timed r = time_launch(kernel, 384, 1024 + kRawBytes + 8192 + 2 * kRawBytes + 2 * kVtBytes + 128, dev,
+                                  src, blocks, tiles);
+      const double ideal = ((mode & 1) ? 18 * 32 : 0) + ((mode & 2) ? 8 * 128 : 0);
+      std::printf("e4m3 64-row pipeline, 2 raw stages:%s%s%s%s %7.1f cycles a tile (tensor peak %4.0f: %5.1f%%), "
+                  "%7.1f us%s\n", (mode & 1) ? " S" : "", (mode & 2) ? " P V" : "", (mode & 8) ? " transpose (16-byte stores)" : (mode & 4) ? " transpose" : "",
+                  mode ? "" : " waits only", r.cycles_a_tile, ideal, ideal > 0 ? 100.0 * ideal / r.cycles_a_tile : 0.0,
+                  r.us, cudaGetLastError() ? " (error)" : "");
+    }
   const char *names[] = {"", "S products", "P V products", "S + P V", "fill alone", "S + fill", "P V + fill",
                          "S + P V + fill", "", "", "", "", "L2 fill alone", "S + L2 fill", "P V + L2 fill",
                          "S + P V + L2 fill", "", "", "", "", "", "", "", "S + P V + paired fill"};
