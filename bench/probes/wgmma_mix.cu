@@ -615,6 +615,129 @@ __global__ void __launch_bounds__(384, 1) fp8_pipe(long long *cycles, const unsi
     cycles[blockIdx.x] = clock64() - t0;
 }
 
+// The same design with V^T in registers instead (O^T = V^T P^T, as the
+// 16-row e4m3 kernel multiplies): the P V warpgroup loads each 64-column
+// chunk's V^T fragments from the raw stage by ldmatrix.x4.trans and two
+// byte permutes a register, and multiplies 32 RS m64n64k32 a tile (8
+// chunks x 2 k-steps x P's hi and lo; P^T a K-major B operand, P's rows of
+// 64 keys). No transpose: the raw stage is freed by S and P V, and kRaw
+// raw stages fit (4 beside Q and P). kMode bit 0: S, bit 1: P V.
+__device__ __forceinline__ void o_product_rs_e4m3(float (&d)[32], const u32 (&a)[4], u64 b) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 " DREGS32 ", {%32, %33, %34, %35}, %36, p, 1, 1;\n}"
+               : ACC32
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+template <int kRaw, int kMode, int kPart = 2>
+__global__ void __launch_bounds__(384, 1) fp8_pipe_rs(long long *cycles, const unsigned char *src, int tiles) {
+  extern __shared__ __align__(1024) unsigned char smem[];
+  const u32 raw = (u32)__cvta_generic_to_shared(smem);
+  const u32 base = (raw + 1023) & ~1023u;
+  const u32 q = base, p = q + kRawBytes, stages = p + 8192, bars = stages + kRaw * kRawBytes;
+  auto raw_full = [&](int st) { return bars + 8 * st; };
+  auto raw_empty = [&](int st) { return bars + 8 * (kRaw + st); };
+  auto s_done = [&](int b) { return bars + 8 * (2 * kRaw + b); };
+  auto p_empty = [&](int b) { return bars + 8 * (2 * kRaw + 2 + b); };
+  const int tid = threadIdx.x, warp = tid / 32 % 4, lane = tid % 32;
+  const int role = __shfl_sync(0xffffffffu, tid / 128, 0);
+  load_operands(base, src, tiles, kRawBytes + 8192);
+  if (tid == 0) {
+    for (int b = 0; b < 2 * kRaw + 4; ++b) // raw_empty: S and P V
+      asm volatile("mbarrier.init.shared.b64 [%0], %1;" ::"r"(bars + 8 * b), "r"(b >= kRaw && b < 2 * kRaw ? 2 : 1));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  long long t0 = clock64();
+  const unsigned char *mine = src + (long long)(blockIdx.x / 2) * tiles * kTileBytes;
+  // Registers as the kernel would share them (each warpgroup sets its
+  // budget first thing in its branch): the P V warpgroup holds O^T (128)
+  // and V^T fragments, the others little.
+  if (role == 2) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (tid == 256)
+      for (int t = 0; t < tiles; ++t) {
+        const int st = t % kRaw;
+        if (t >= kRaw)
+          wait_parity(raw_empty(st), (t / kRaw - 1) % 2);
+        refill(raw_full(st), stages + st * kRawBytes, mine + (long long)t * kTileBytes, 0, 5);
+      }
+  } else if (role == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 96;");
+    float s[32];
+    zero(s);
+    const u64 qd = desc(q);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    for (int t = 0; t < tiles; ++t) {
+      const int st = t % kRaw;
+      wait_parity(raw_full(st), (t / kRaw) % 2);
+      const u64 k = desc(stages + st * kRawBytes);
+#pragma unroll
+      for (int j = 0; (kMode & 1) && j < 18; ++j)
+        s_product_e4m3(s, qd + 512 * (j / 4) + 2 * (j % 4), k + 512 * (j / 4) + 2 * (j % 4));
+      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      if (tid == 0)
+        arrive(raw_empty(st));
+      if (t >= 2)
+        wait_parity(p_empty(t % 2), (t / 2 - 1) % 2);
+      if (tid == 0)
+        arrive(s_done(t % 2));
+    }
+    keep_live(s, cycles);
+  } else {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    float o[4][32]; // timing only: chunks c and c + 4 share accumulators
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+      zero(o[c]);
+    for (int t = 0; t < tiles; ++t) {
+      const int st = t % kRaw;
+      wait_parity(s_done(t % 2), (t / 2) % 2);
+      wait_parity(raw_full(st), (t / kRaw) % 2);
+      const u32 stage = stages + st * kRawBytes;
+      // kPart chunks' fragments at a time (8 registers a chunk beside O^T's
+      // 128, as the 16-row kernel loads V^T in parts), each part's products
+      // done before the next part's loads overwrite them.
+#pragma unroll
+      for (int part = 0; (kMode & 2) && part < 8 / kPart; ++part) {
+        u32 f[kPart][2][4];
+#pragma unroll
+        for (int c = 0; c < kPart; ++c)
+#pragma unroll
+          for (int ks = 0; ks < 2; ++ks) {
+            const int key = 32 * ks + lane, chunk = 4 * (kPart * part + c) + warp; // 16 columns of this warp's rows
+            u32 r[4];
+            asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                         : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                         : "r"(stage + (chunk / 8) * 8192 + key * 128 + (((chunk % 8) ^ (key % 8)) * 16)));
+            f[c][ks][0] = __byte_perm(r[0], r[1], 0x6420);
+            f[c][ks][1] = __byte_perm(r[0], r[1], 0x7531);
+            f[c][ks][2] = __byte_perm(r[2], r[3], 0x6420);
+            f[c][ks][3] = __byte_perm(r[2], r[3], 0x7531);
+          }
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int c = 0; c < kPart; ++c)
+#pragma unroll
+          for (int j = 0; j < 4; ++j) // k-step j % 2; P's hi, then lo
+            o_product_rs_e4m3(o[(kPart * part + c) % 4], f[c][j % 2], desc_sw64(p + 4096 * (j / 2)) + 2 * (j % 2));
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      }
+      if (tid == 128) {
+        arrive(raw_empty(st));
+        arrive(p_empty(t % 2));
+      }
+    }
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+      keep_live(o[c], cycles);
+  }
+  __syncthreads();
+  if (tid == 0)
+    cycles[blockIdx.x] = clock64() - t0;
+}
+
 struct Timed {
   double cycles_a_tile, us;
 };
@@ -711,6 +834,15 @@ int main(int argc, char **argv) {
                   "%7.1f us%s\n", (mode & 1) ? " S" : "", (mode & 2) ? " P V" : "", (mode & 8) ? " transpose (16-byte stores)" : (mode & 4) ? " transpose" : "",
                   mode ? "" : " waits only", r.cycles_a_tile, ideal, ideal > 0 ? 100.0 * ideal / r.cycles_a_tile : 0.0,
                   r.us, cudaGetLastError() ? " (error)" : "");
+    }
+  for (int round = 0; round < 2; ++round)
+    for (int mode : {2, 3, 7}) { // bit 2: halves (4 chunks a part) instead of quarters
+      const Kernel kernel = mode == 2 ? fp8_pipe_rs<4, 2> : mode == 3 ? fp8_pipe_rs<4, 3> : fp8_pipe_rs<4, 3, 4>;
+      const Timed r = time_launch(kernel, 384, 1024 + kRawBytes + 8192 + 4 * kRawBytes + 128, dev, src, blocks, tiles);
+      const double ideal = ((mode & 1) ? 18 * 32 : 0) + 32 * 32;
+      std::printf("e4m3 64-row pipeline, V^T in registers (%s), 4 raw stages:%s%s %7.1f cycles a tile (tensor peak %4.0f: "
+                  "%5.1f%%), %7.1f us%s\n", (mode & 4) ? "halves" : "quarters", (mode & 1) ? " S" : "", (mode & 2) ? " P V (ldmatrix, RS)" : "",
+                  r.cycles_a_tile, ideal, 100.0 * ideal / r.cycles_a_tile, r.us, cudaGetLastError() ? " (error)" : "");
     }
   const char *names[] = {"", "S products", "P V products", "S + P V", "fill alone", "S + fill", "P V + fill",
                          "S + P V + fill", "", "", "", "", "L2 fill alone", "S + L2 fill", "P V + L2 fill",
