@@ -513,99 +513,122 @@ __device__ __forceinline__ void transpose_v16(u32 stage, u32 vt, int warp, int l
                  : "memory");
   }
 }
+// Shared memory of the e4m3 pipelines: Q, P (hi and lo), kRaw raw stages,
+// kVt V^T buffers, then the barriers: raw_full and raw_empty a stage (the
+// latter counts two: S and the other reader of the raw stage), s_done and
+// p_empty a P buffer, vt_full and vt_empty a V^T buffer.
+template <int kRaw, int kVt>
+struct Fp8Smem {
+  static constexpr int kBarriers = 2 * kRaw + 4 + 2 * kVt;
+  static constexpr int kBytes = 1024 + kRawBytes + 8192 + kRaw * kRawBytes + kVt * kVtBytes + 8 * kBarriers;
+  u32 q, p, stages, vts, bars;
+  __device__ explicit Fp8Smem(u32 base)
+      : q(base), p(base + kRawBytes), stages(p + 8192), vts(stages + kRaw * kRawBytes), bars(vts + kVt * kVtBytes) {}
+  __device__ u32 stage(int t) const { return stages + (t % kRaw) * kRawBytes; }
+  __device__ u32 raw_full(int t) const { return bars + 8 * (t % kRaw); }
+  __device__ u32 raw_empty(int t) const { return bars + 8 * (kRaw + t % kRaw); }
+  __device__ u32 s_done(int t) const { return bars + 8 * (2 * kRaw + t % 2); }
+  __device__ u32 p_empty(int t) const { return bars + 8 * (2 * kRaw + 2 + t % 2); }
+  __device__ u32 vt(int t) const { return vts + (t % 2) * kVtBytes; }
+  __device__ u32 vt_full(int t) const { return bars + 8 * (2 * kRaw + 4 + t % 2); }
+  __device__ u32 vt_empty(int t) const { return bars + 8 * (2 * kRaw + 6 + t % 2); }
+  // Q and P of random values, the barriers; returns the clock at the start.
+  __device__ long long start(const unsigned char *src, int tiles) const {
+    load_operands(q, src, tiles, kRawBytes + 8192);
+    if (threadIdx.x == 0) {
+      for (int b = 0; b < kBarriers; ++b)
+        asm volatile("mbarrier.init.shared.b64 [%0], %1;" ::"r"(bars + 8 * b), "r"(b >= kRaw && b < 2 * kRaw ? 2 : 1));
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    return clock64();
+  }
+  // Tile t's phase of a barrier used once every `every` tiles.
+  __device__ static int phase(int t, int every) { return (t / every) % 2; }
+};
+
+// Warpgroup 0 of both: S = Q K^T (18 SS m64n64k32 from Q and the raw
+// stage's slabs: slab j / 4 is 8 KB = 512 units on, a k-step 32 bytes), the
+// raw stage freed, then P handed to P V once P V is done with the buffer's
+// previous tile (the whole warpgroup waits: wgmma is aligned).
+template <int kRaw, int kVt, bool kProducts>
+__device__ void fp8_s_role(const Fp8Smem<kRaw, kVt> &m, int tiles, int tid, long long *cycles) {
+  float s[32];
+  zero(s);
+  const u64 qd = desc(m.q);
+  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+  for (int t = 0; t < tiles; ++t) {
+    wait_parity(m.raw_full(t), m.phase(t, kRaw));
+    const u64 k = desc(m.stage(t));
+#pragma unroll
+    for (int j = 0; kProducts && j < 18; ++j)
+      s_product_e4m3(s, qd + 512 * (j / 4) + 2 * (j % 4), k + 512 * (j / 4) + 2 * (j % 4));
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    if (tid == 0)
+      arrive(m.raw_empty(t));
+    if (t >= 2)
+      wait_parity(m.p_empty(t), m.phase(t - 2, 2));
+    if (tid == 0)
+      arrive(m.s_done(t));
+  }
+  keep_live(s, cycles);
+}
+
 template <int kRaw, int kMode>
 __global__ void __launch_bounds__(384, 1) fp8_pipe(long long *cycles, const unsigned char *src, int tiles) {
   extern __shared__ __align__(1024) unsigned char smem[];
-  const u32 raw = (u32)__cvta_generic_to_shared(smem);
-  const u32 base = (raw + 1023) & ~1023u;
-  const u32 q = base, p = q + kRawBytes, stages = p + 8192, vts = stages + kRaw * kRawBytes;
-  const u32 bars = vts + 2 * kVtBytes;
-  auto raw_full = [&](int st) { return bars + 8 * st; };
-  auto raw_empty = [&](int st) { return bars + 8 * (kRaw + st); };
-  auto s_done = [&](int b) { return bars + 8 * (2 * kRaw + b); };
-  auto p_empty = [&](int b) { return bars + 8 * (2 * kRaw + 2 + b); };
-  auto vt_full = [&](int b) { return bars + 8 * (2 * kRaw + 4 + b); };
-  auto vt_empty = [&](int b) { return bars + 8 * (2 * kRaw + 6 + b); };
+  const Fp8Smem<kRaw, 2> m(((u32)__cvta_generic_to_shared(smem) + 1023) & ~1023u);
   const int tid = threadIdx.x;
   const int role = __shfl_sync(0xffffffffu, tid / 128, 0);
-  load_operands(base, src, tiles, kRawBytes + 8192);
-  if (tid == 0) {
-    for (int b = 0; b < 2 * kRaw + 8; ++b) // raw_empty: S and the transposer
-      asm volatile("mbarrier.init.shared.b64 [%0], %1;" ::"r"(bars + 8 * b), "r"(b >= kRaw && b < 2 * kRaw ? 2 : 1));
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  __syncthreads();
-  long long t0 = clock64();
+  const long long t0 = m.start(src, tiles);
   const unsigned char *mine = src + (long long)(blockIdx.x / 2) * tiles * kTileBytes;
   if (role == 2) {
     // Every producer thread waits for a stage to free (ldmatrix and the
     // named barrier want the warps converged); thread 256 refills it.
     auto issue = [&](int t) {
-      const int st = t % kRaw;
       if (t >= kRaw)
-        wait_parity(raw_empty(st), (t / kRaw - 1) % 2);
+        wait_parity(m.raw_empty(t), m.phase(t - kRaw, kRaw));
       if (tid == 256)
-        refill(raw_full(st), stages + st * kRawBytes, mine + (long long)t * kTileBytes, 0, 5);
+        refill(m.raw_full(t), m.stage(t), mine + (long long)t * kTileBytes, 0, 5);
     };
     for (int t = 0; t < kRaw - 1 && t < tiles; ++t)
       issue(t);
     for (int t = 0; t < tiles; ++t) {
       if (t + kRaw - 1 < tiles)
         issue(t + kRaw - 1);
-      const int st = t % kRaw, b = t % 2;
-      wait_parity(raw_full(st), (t / kRaw) % 2);
+      wait_parity(m.raw_full(t), m.phase(t, kRaw));
       if (t >= 2)
-        wait_parity(vt_empty(b), (t / 2 - 1) % 2);
+        wait_parity(m.vt_empty(t), m.phase(t - 2, 2));
       if (kMode & 8)
-        transpose_v16(stages + st * kRawBytes, vts + b * kVtBytes, (tid - 256) / 32, tid % 32);
+        transpose_v16(m.stage(t), m.vt(t), (tid - 256) / 32, tid % 32);
       else if (kMode & 4)
-        transpose_v(stages + st * kRawBytes, vts + b * kVtBytes, (tid - 256) / 32, tid % 32);
+        transpose_v(m.stage(t), m.vt(t), (tid - 256) / 32, tid % 32);
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); // V^T is read by wgmma
       asm volatile("bar.sync 1, 128;" ::: "memory");
       if (tid == 256) {
-        arrive(vt_full(b));
-        arrive(raw_empty(st));
+        arrive(m.vt_full(t));
+        arrive(m.raw_empty(t));
       }
     }
   } else if (role == 0) {
-    float s[32];
-    zero(s);
-    const u64 qd = desc(q);
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-    for (int t = 0; t < tiles; ++t) {
-      const int st = t % kRaw;
-      wait_parity(raw_full(st), (t / kRaw) % 2);
-      const u64 k = desc(stages + st * kRawBytes);
-#pragma unroll
-      for (int j = 0; (kMode & 1) && j < 18; ++j) // slab j / 4 (8 KB = 512 units), 32 bytes a k-step
-        s_product_e4m3(s, qd + 512 * (j / 4) + 2 * (j % 4), k + 512 * (j / 4) + 2 * (j % 4));
-      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-      if (tid == 0)
-        arrive(raw_empty(st));
-      if (t >= 2) // P's buffer: the P V of tile t - 2 is done (the whole warpgroup waits: wgmma is aligned)
-        wait_parity(p_empty(t % 2), (t / 2 - 1) % 2);
-      if (tid == 0)
-        arrive(s_done(t % 2));
-    }
-    keep_live(s, cycles);
+    fp8_s_role<kRaw, 2, (kMode & 1) != 0>(m, tiles, tid, cycles);
   } else {
     float o[128];
     zero(o);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
     for (int t = 0; t < tiles; ++t) {
-      const int b = t % 2;
-      wait_parity(s_done(b), (t / 2) % 2);
-      wait_parity(vt_full(b), (t / 2) % 2);
-      const u64 v = desc_sw64(vts + b * kVtBytes);
+      wait_parity(m.s_done(t), m.phase(t, 2));
+      wait_parity(m.vt_full(t), m.phase(t, 2));
+      const u64 v = desc_sw64(m.vt(t));
 #pragma unroll
       for (int j = 0; (kMode & 2) && j < 8; ++j) // column half j % 2 (256 rows of 64 bytes), k-step, hi / lo
-        o_product_e4m3(o, desc_sw64(p + 4096 * (j / 4)) + 2 * ((j / 2) % 2), v + 1024 * (j % 2) + 2 * ((j / 2) % 2));
+        o_product_e4m3(o, desc_sw64(m.p + 4096 * (j / 4)) + 2 * ((j / 2) % 2), v + 1024 * (j % 2) + 2 * ((j / 2) % 2));
       asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
       asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
       if (tid == 128) {
-        arrive(vt_empty(b));
-        arrive(p_empty(b));
+        arrive(m.vt_empty(t));
+        arrive(m.p_empty(t));
       }
     }
     keep_live(o, cycles);
@@ -631,23 +654,10 @@ __device__ __forceinline__ void o_product_rs_e4m3(float (&d)[32], const u32 (&a)
 template <int kRaw, int kMode, int kPart = 2>
 __global__ void __launch_bounds__(384, 1) fp8_pipe_rs(long long *cycles, const unsigned char *src, int tiles) {
   extern __shared__ __align__(1024) unsigned char smem[];
-  const u32 raw = (u32)__cvta_generic_to_shared(smem);
-  const u32 base = (raw + 1023) & ~1023u;
-  const u32 q = base, p = q + kRawBytes, stages = p + 8192, bars = stages + kRaw * kRawBytes;
-  auto raw_full = [&](int st) { return bars + 8 * st; };
-  auto raw_empty = [&](int st) { return bars + 8 * (kRaw + st); };
-  auto s_done = [&](int b) { return bars + 8 * (2 * kRaw + b); };
-  auto p_empty = [&](int b) { return bars + 8 * (2 * kRaw + 2 + b); };
+  const Fp8Smem<kRaw, 0> m(((u32)__cvta_generic_to_shared(smem) + 1023) & ~1023u);
   const int tid = threadIdx.x, warp = tid / 32 % 4, lane = tid % 32;
   const int role = __shfl_sync(0xffffffffu, tid / 128, 0);
-  load_operands(base, src, tiles, kRawBytes + 8192);
-  if (tid == 0) {
-    for (int b = 0; b < 2 * kRaw + 4; ++b) // raw_empty: S and P V
-      asm volatile("mbarrier.init.shared.b64 [%0], %1;" ::"r"(bars + 8 * b), "r"(b >= kRaw && b < 2 * kRaw ? 2 : 1));
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  __syncthreads();
-  long long t0 = clock64();
+  const long long t0 = m.start(src, tiles);
   const unsigned char *mine = src + (long long)(blockIdx.x / 2) * tiles * kTileBytes;
   // Registers as the kernel would share them (each warpgroup sets its
   // budget first thing in its branch): the P V warpgroup holds O^T (128)
@@ -656,34 +666,13 @@ __global__ void __launch_bounds__(384, 1) fp8_pipe_rs(long long *cycles, const u
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (tid == 256)
       for (int t = 0; t < tiles; ++t) {
-        const int st = t % kRaw;
         if (t >= kRaw)
-          wait_parity(raw_empty(st), (t / kRaw - 1) % 2);
-        refill(raw_full(st), stages + st * kRawBytes, mine + (long long)t * kTileBytes, 0, 5);
+          wait_parity(m.raw_empty(t), m.phase(t - kRaw, kRaw));
+        refill(m.raw_full(t), m.stage(t), mine + (long long)t * kTileBytes, 0, 5);
       }
   } else if (role == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 96;");
-    float s[32];
-    zero(s);
-    const u64 qd = desc(q);
-    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-    for (int t = 0; t < tiles; ++t) {
-      const int st = t % kRaw;
-      wait_parity(raw_full(st), (t / kRaw) % 2);
-      const u64 k = desc(stages + st * kRawBytes);
-#pragma unroll
-      for (int j = 0; (kMode & 1) && j < 18; ++j)
-        s_product_e4m3(s, qd + 512 * (j / 4) + 2 * (j % 4), k + 512 * (j / 4) + 2 * (j % 4));
-      asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-      asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-      if (tid == 0)
-        arrive(raw_empty(st));
-      if (t >= 2)
-        wait_parity(p_empty(t % 2), (t / 2 - 1) % 2);
-      if (tid == 0)
-        arrive(s_done(t % 2));
-    }
-    keep_live(s, cycles);
+    fp8_s_role<kRaw, 0, (kMode & 1) != 0>(m, tiles, tid, cycles);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     float o[4][32]; // timing only: chunks c and c + 4 share accumulators
@@ -691,10 +680,9 @@ __global__ void __launch_bounds__(384, 1) fp8_pipe_rs(long long *cycles, const u
     for (int c = 0; c < 4; ++c)
       zero(o[c]);
     for (int t = 0; t < tiles; ++t) {
-      const int st = t % kRaw;
-      wait_parity(s_done(t % 2), (t / 2) % 2);
-      wait_parity(raw_full(st), (t / kRaw) % 2);
-      const u32 stage = stages + st * kRawBytes;
+      wait_parity(m.s_done(t), m.phase(t, 2));
+      wait_parity(m.raw_full(t), m.phase(t, kRaw));
+      const u32 stage = m.stage(t);
       // kPart chunks' fragments at a time (8 registers a chunk beside O^T's
       // 128, as the 16-row kernel loads V^T in parts), each part's products
       // done before the next part's loads overwrite them.
@@ -720,13 +708,13 @@ __global__ void __launch_bounds__(384, 1) fp8_pipe_rs(long long *cycles, const u
         for (int c = 0; c < kPart; ++c)
 #pragma unroll
           for (int j = 0; j < 4; ++j) // k-step j % 2; P's hi, then lo
-            o_product_rs_e4m3(o[(kPart * part + c) % 4], f[c][j % 2], desc_sw64(p + 4096 * (j / 2)) + 2 * (j % 2));
+            o_product_rs_e4m3(o[(kPart * part + c) % 4], f[c][j % 2], desc_sw64(m.p + 4096 * (j / 2)) + 2 * (j % 2));
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
       }
       if (tid == 128) {
-        arrive(raw_empty(st));
-        arrive(p_empty(t % 2));
+        arrive(m.raw_empty(t));
+        arrive(m.p_empty(t));
       }
     }
 #pragma unroll
@@ -827,8 +815,7 @@ int main(int argc, char **argv) {
       const Kernel kernel = mode == 1 ? fp8_pipe<2, 1> : mode == 2 ? fp8_pipe<2, 2> : mode == 3 ? fp8_pipe<2, 3>
                             : mode == 4 ? fp8_pipe<2, 4> : mode == 7 ? fp8_pipe<2, 7> : mode == 12 ? fp8_pipe<2, 12>
                             : mode == 15 ? fp8_pipe<2, 15> : fp8_pipe<2, 0>;
-      const Timed r = time_launch(kernel, 384, 1024 + kRawBytes + 8192 + 2 * kRawBytes + 2 * kVtBytes + 128, dev,
-                                  src, blocks, tiles);
+      const Timed r = time_launch(kernel, 384, Fp8Smem<2, 2>::kBytes, dev, src, blocks, tiles);
       const double ideal = ((mode & 1) ? 18 * 32 : 0) + ((mode & 2) ? 8 * 128 : 0);
       std::printf("e4m3 64-row pipeline, 2 raw stages:%s%s%s%s %7.1f cycles a tile (tensor peak %4.0f: %5.1f%%), "
                   "%7.1f us%s\n", (mode & 1) ? " S" : "", (mode & 2) ? " P V" : "", (mode & 8) ? " transpose (16-byte stores)" : (mode & 4) ? " transpose" : "",
@@ -838,7 +825,7 @@ int main(int argc, char **argv) {
   for (int round = 0; round < 2; ++round)
     for (int mode : {2, 3, 7}) { // bit 2: halves (4 chunks a part) instead of quarters
       const Kernel kernel = mode == 2 ? fp8_pipe_rs<4, 2> : mode == 3 ? fp8_pipe_rs<4, 3> : fp8_pipe_rs<4, 3, 4>;
-      const Timed r = time_launch(kernel, 384, 1024 + kRawBytes + 8192 + 4 * kRawBytes + 128, dev, src, blocks, tiles);
+      const Timed r = time_launch(kernel, 384, Fp8Smem<4, 0>::kBytes, dev, src, blocks, tiles);
       const double ideal = ((mode & 1) ? 18 * 32 : 0) + 32 * 32;
       std::printf("e4m3 64-row pipeline, V^T in registers (%s), 4 raw stages:%s%s %7.1f cycles a tile (tensor peak %4.0f: "
                   "%5.1f%%), %7.1f us%s\n", (mode & 4) ? "halves" : "quarters", (mode & 1) ? " S" : "", (mode & 2) ? " P V (ldmatrix, RS)" : "",
