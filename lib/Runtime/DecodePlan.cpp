@@ -73,6 +73,20 @@ bool disabledByEnvironment(const char *name) {
 
 } // namespace
 
+// sm_90a's MLA decode blocks of 16 or 32 rows (one block a chunk) start
+// and write their partial cheaply, so small steps gain from twice the
+// blocks: chunks of two 64-key tiles (H200, bench/probes/probe_small.py:
+// B1 S4096 18.0 -> 15.8 us, B2 S4096 18.9 -> 17.3, B1 S1024 17.2 -> 14.2;
+// one tile a chunk lost, 24.5 us at B1). Paged GQA decode (B1 21.2 -> 25.2
+// us) and 64-row blocks (H128 B2 34.0 -> 35.1) keep 256, as do the kernels
+// not measured with it.
+int DecodePlanner::minChunkKeysFor(const Signature &sig, int blocksPerChunk) {
+  return sig.op == OpKind::Decode && sig.arch == Arch::SM90A &&
+                 blocksPerChunk == 1
+             ? 128
+             : 256;
+}
+
 Status DecodePlanner::create(const Kernel &kernel,
                              const DecodePlanOptions &options,
                              DecodePlanner &out) {
@@ -107,8 +121,9 @@ Status DecodePlanner::create(const Signature &sig, const CodeObject &code,
   if (options.maxTotalKeys < 0)
     return invalidArgument("max_total_keys must be >= 0, 0 meaning unknown" +
                            got(options.maxTotalKeys));
-  if (options.minChunkKeys < 1)
-    return invalidArgument("min_chunk_keys must be >= 1" +
+  if (options.minChunkKeys < 0)
+    return invalidArgument("min_chunk_keys must be >= 0, 0 meaning the "
+                           "kernel's floor" +
                            got(options.minChunkKeys));
 
   DecodePlanner planner;
@@ -119,6 +134,9 @@ Status DecodePlanner::create(const Signature &sig, const CodeObject &code,
   planner.blocksPerChunk_ = static_cast<int>(ceilDiv(rows, code.tileQ));
   planner.waveBlocks_ =
       static_cast<int>(options.numSMs * blocksPerSM(sig, code));
+  if (options.minChunkKeys == 0)
+    planner.options_.minChunkKeys =
+        minChunkKeysFor(sig, planner.blocksPerChunk_);
   // A cluster spans grid x, so each chunk must be one block; batch-
   // invariant plans keep the reduce's fixed order. Clusters of two tile
   // every GPC of an H100/H200 (their SM counts are even), so a wave still
@@ -161,9 +179,9 @@ Status DecodePlanner::create(const Signature &sig, const CodeObject &code,
     work = maxBatch + ceilDiv(sms, perChunk);
     slots = ceilDiv(2 * sms, perChunk);
     if (options.maxSeqLen > 0)
-      work = std::min(
-          work, maxBatch * chunksOf(options.maxSeqLen,
-                                    roundUp(options.minChunkKeys, code.tileK)));
+      work = std::min(work, maxBatch * chunksOf(options.maxSeqLen,
+                                                roundUp(planner.options_.minChunkKeys,
+                                                        code.tileK)));
     slots = std::min(slots, work);
   }
   // Whole clusters: the blocks past the last item exit at once.

@@ -218,7 +218,7 @@ TEST_CASE("planner sizes follow from max_batch, SMs and the kernel",
   SECTION("max_seq_len bounds the work of small batches") {
     DecodePlanner planner =
         makePlanner(decodeSignature(), decodeCode(), {2, 132, 1000});
-    CHECK(planner.sizes().workCapacity == 2 * 4); // 4 chunks of >= 256 each
+    CHECK(planner.sizes().workCapacity == 2 * 8); // 8 chunks of >= 128 each
   }
   SECTION("batch-invariant: fixed chunks of the longest request") {
     DecodePlanner planner = makePlanner(decodeSignature(16, 1, true),
@@ -241,15 +241,51 @@ TEST_CASE("one long request is spread over the SMs", "[decode-plan]") {
       makePlanner(decodeSignature(), decodeCode(), {64, 132});
   DecodePlanSummary summary;
   std::vector<Item> items = checkPlan(planner, 64, {16384}, &summary);
-  // 16384 / 132 keys is below the 256-key minimum: 64 chunks of 256.
-  CHECK(summary.chunkKeys == 256);
-  CHECK(items.size() == 64);
-  CHECK(summary.numSlots == 64);
+  // 16384 / 132 keys is below the 128-key minimum: 128 chunks of 128.
+  CHECK(summary.chunkKeys == 128);
+  CHECK(items.size() == 128);
+  CHECK(summary.numSlots == 128);
 
   std::vector<Item> longer = checkPlan(planner, 64, {65536}, &summary);
   // 65536 / 132 = 497 -> 512 keys: 128 blocks, one wave on 132 SMs.
   CHECK(summary.chunkKeys == 512);
   CHECK(longer.size() == 128);
+}
+
+TEST_CASE("the shortest chunk follows the kernel unless the caller sets it",
+          "[decode-plan]") {
+  // sm_90a MLA decode, one block a chunk (16 or 32 rows): 128 keys.
+  CHECK(makePlanner(decodeSignature(), decodeCode(), {64, 132})
+            .options()
+            .minChunkKeys == 128);
+  CHECK(makePlanner(decodeSignature(16, 2), decodeCode(64, 32, 16), {64, 132})
+            .options()
+            .minChunkKeys == 128);
+  // 64-row blocks (two a chunk at 128 heads), another arch, paged GQA: 256.
+  CHECK(makePlanner(decodeSignature(128), decodeCode(64, 64, 128), {64, 132})
+            .options()
+            .minChunkKeys == 256);
+  Signature sm80 = decodeSignature();
+  sm80.arch = Arch::SM80;
+  CHECK(makePlanner(sm80, decodeCode(), {64, 132}).options().minChunkKeys ==
+        256);
+  CodeObject pagedCode = decodeCode(16, 4, 32);
+  pagedCode.entryName = "mlagen_paged_decode";
+  CHECK(makePlanner(Signature::pagedDecode(), pagedCode, {64, 132})
+            .options()
+            .minChunkKeys == 256);
+  // The caller's own floor wins: one request of 4096 keys in 16 chunks.
+  DecodePlanOptions options{64, 132};
+  options.minChunkKeys = 256;
+  DecodePlanner planner = makePlanner(decodeSignature(), decodeCode(), options);
+  DecodePlanSummary summary;
+  checkPlan(planner, 64, {4096}, &summary);
+  CHECK(summary.chunkKeys == 256);
+  CHECK(summary.numWork == 16);
+  checkPlan(makePlanner(decodeSignature(), decodeCode(), {64, 132}), 64, {4096},
+            &summary);
+  CHECK(summary.chunkKeys == 128);
+  CHECK(summary.numWork == 32);
 }
 
 TEST_CASE("a wave holds as many NVIDIA blocks as shared memory allows",
@@ -300,10 +336,10 @@ TEST_CASE("blocks fill whole waves rather than spill into a new one",
       std::vector<int32_t> lens(batch, len);
       DecodePlanSummary summary;
       checkPlan(planner, 64, lens, &summary);
-      // The even spread: every key over 132 SMs, at least 256 a chunk.
+      // The even spread: every key over 132 SMs, at least the floor a chunk.
       const int64_t keys = int64_t(batch) * len;
       const int64_t even =
-          (std::max<int64_t>(256, (keys + 131) / 132) + 63) / 64 * 64;
+          (std::max<int64_t>(planner.options().minChunkKeys, (keys + 131) / 132) + 63) / 64 * 64;
       const int64_t waves = (summary.numWork + 131) / 132;
       CAPTURE(batch, len, summary.numWork, summary.chunkKeys);
       CHECK(summary.chunkKeys >= even);

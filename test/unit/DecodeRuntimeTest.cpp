@@ -548,7 +548,10 @@ TEST_CASE("the decode C API plans and launches", "[decode-runtime]") {
   int64_t used = 0;
   REQUIRE(mlagen_decode_plan(planner, seqLens, 3, plan.data(), plan.size(),
                              &used) == MLAGEN_OK);
-  CHECK(plan[0] == 12 + 1 + 1); // 3000 keys in 256-key chunks, then two
+  // 3000 keys in chunks of the kernel's floor (sm_90a: 128 keys), then two.
+  const int chunks = (3000 + DecodePlanner::minChunkKeysFor(sig, 1) - 1) /
+                     DecodePlanner::minChunkKeysFor(sig, 1);
+  CHECK(plan[0] == chunks + 1 + 1);
   CHECK(used == 16 + 4 * plan[0]);
   const int32_t negative[] = {-5};
   CHECK(mlagen_decode_plan(planner, negative, 1, plan.data(), plan.size(),
@@ -566,7 +569,7 @@ TEST_CASE("the decode C API plans and launches", "[decode-runtime]") {
               fakeAddress<float>(0x70000), fakeAddress<float>(0x80000), 3, 1,
               16, strides, 0.07f, 1.0f, 1.0f, plan[1], plan[3],
               fakeAddress<void>(0x99)) == MLAGEN_OK);
-  REQUIRE(plan[1] == 12); // the 3000-key request's chunks (> 8) reduce
+  REQUIRE(plan[1] == chunks); // the 3000-key request's chunks (> 8) reduce
   REQUIRE(fake.log->launches.size() == 2);
   const DecodeParams &p = fake.log->launches[0].params;
   CHECK(p.num_work == devicePlan);

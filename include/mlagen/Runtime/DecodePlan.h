@@ -64,7 +64,8 @@ struct DecodePlanOptions {
   int64_t maxTotalKeys = 0;
   // Balanced mode: no chunk is shorter than this (rounded up to tileK), so
   // a chunk's partial write and merge stay small beside its key reads.
-  int minChunkKeys = 256;
+  // 0: the kernel's floor (DecodePlanner::minChunkKeysFor).
+  int minChunkKeys = 0;
   // Batch-invariant mode: chunk boundaries at every multiple of this many
   // keys, whatever the batch or the device. Any value >= 1 works; a
   // multiple of the kernel's tileK leaves no tile part-used.
@@ -117,7 +118,11 @@ public:
                        DecodePlanner &out);
 
   const DecodeBufferSizes &sizes() const { return sizes_; }
+  // The options as planned with (minChunkKeys resolved).
   const DecodePlanOptions &options() const { return options_; }
+  // The shortest chunk a kernel's balanced plans take when the caller
+  // leaves minChunkKeys 0.
+  static int minChunkKeysFor(const Signature &sig, int blocksPerChunk);
 
   // Plans one step of `batch` requests (0 <= batch <= maxBatch) with
   // seqLens[b] keys each (host memory) into `plan` (host, planInts int32).
