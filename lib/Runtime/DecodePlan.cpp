@@ -3,7 +3,8 @@
 // Balanced mode picks one chunk length per step. Starting from the length
 // that spreads all keys evenly over the SMs (never below minChunkKeys), it
 // tries a few longer ones and keeps the one with the least estimated time:
-// waves of blocks times the longest chunk, each block paying a fixed cost.
+// waves of blocks times the longest chunk, each block paying a fixed cost,
+// and a merge cost where a request is split.
 // Every chunk length it tries is at least the even spread, which bounds the
 // work items by numSMs / blocksPerChunk + batch and the partial slots by
 // 2 * numSMs / blocksPerChunk: the buffer sizes hold for any step.
@@ -24,6 +25,10 @@ namespace {
 // 576 bf16 weigh as much as 16 keys) and writing 16 rows of 512 fp32
 // partials (as much as 28 keys), rounded up.
 constexpr int64_t kBlockOverheadKeys = 64;
+// A step that splits a request pays its merge (a pair in a cluster or the
+// grid, else the reduce), in keys: enough that a lone request of two
+// 128-key chunks stays whole (H200, B1 S256: 13.9 us whole, 15.5 split).
+constexpr int64_t kSplitKeys = 128;
 // Chunk lengths tried above the even spread, in steps of tileK.
 constexpr int kChunkCandidates = 16;
 // Added to the slot of a work item whose request is a pair merged in the
@@ -73,16 +78,19 @@ bool disabledByEnvironment(const char *name) {
 
 } // namespace
 
-// sm_90a's MLA decode blocks of 16 or 32 rows (one block a chunk) start
-// and write their partial cheaply, so small steps gain from twice the
-// blocks: chunks of two 64-key tiles (H200, bench/probes/probe_small.py:
-// B1 S4096 18.0 -> 15.8 us, B2 S4096 18.9 -> 17.3, B1 S1024 17.2 -> 14.2;
-// one tile a chunk lost, 24.5 us at B1). Paged GQA decode (B1 21.2 -> 25.2
-// us) and 64-row blocks (H128 B2 34.0 -> 35.1) keep 256, as do the kernels
-// not measured with it.
+// sm_90a's MLA decode blocks of 16 or 32 rows (one block a chunk) on a
+// 16-bit cache start and write their partial cheaply, so small steps gain
+// from twice the blocks: chunks of two 64-key tiles (H200,
+// bench/probes/probe_small.py: B1 S4096 18.0 -> 15.8 us, B2 S4096 18.9 ->
+// 17.3, B1 S1024 17.2 -> 14.2; one tile a chunk lost, 24.5 us at B1). The
+// e4m3 kernels gained at B1-B2 but lost up to 8% elsewhere (B32 S512 18.8
+// -> 20.3: their pairs went to the reduce), paged GQA decode lost 19% at
+// B1 (21.2 -> 25.2 us) and 64-row blocks 3% at B2: they keep 256, as do
+// the kernels not measured with it.
 int DecodePlanner::minChunkKeysFor(const Signature &sig, int blocksPerChunk) {
+  const bool cache16 = sig.kvType == DType::BF16 || sig.kvType == DType::FP16;
   return sig.op == OpKind::Decode && sig.arch == Arch::SM90A &&
-                 blocksPerChunk == 1
+                 blocksPerChunk == 1 && cache16
              ? 128
              : 256;
 }
@@ -271,7 +279,8 @@ Status DecodePlanner::plan(const int32_t *seqLens, int batch, int32_t *plan,
       const int64_t candidate = even + i * int64_t(tileK_);
       const int64_t waves = ceilDiv(workItems(candidate) * perChunk, sms);
       const int64_t cost =
-          waves * (std::min(candidate, longest) + kBlockOverheadKeys);
+          waves * (std::min(candidate, longest) + kBlockOverheadKeys) +
+          (candidate < longest ? kSplitKeys : 0);
       // Ties go to the longer chunk: fewer partials to merge.
       if (cost <= bestCost) {
         bestCost = cost;

@@ -261,7 +261,11 @@ TEST_CASE("the shortest chunk follows the kernel unless the caller sets it",
   CHECK(makePlanner(decodeSignature(16, 2), decodeCode(64, 32, 16), {64, 132})
             .options()
             .minChunkKeys == 128);
-  // 64-row blocks (two a chunk at 128 heads), another arch, paged GQA: 256.
+  // An fp8 cache, 64-row blocks (two a chunk at 128 heads), another arch,
+  // paged GQA: 256.
+  Signature fp8 = decodeSignature();
+  fp8.kvType = DType::FP8E4M3;
+  CHECK(makePlanner(fp8, decodeCode(), {64, 132}).options().minChunkKeys == 256);
   CHECK(makePlanner(decodeSignature(128), decodeCode(64, 64, 128), {64, 132})
             .options()
             .minChunkKeys == 256);
@@ -286,6 +290,13 @@ TEST_CASE("the shortest chunk follows the kernel unless the caller sets it",
             &summary);
   CHECK(summary.chunkKeys == 128);
   CHECK(summary.numWork == 32);
+  // A lone request of two floors' keys stays whole: splitting costs a merge.
+  checkPlan(makePlanner(decodeSignature(), decodeCode(), {64, 132}), 64, {256},
+            &summary);
+  CHECK(summary.numWork == 1);
+  checkPlan(makePlanner(decodeSignature(), decodeCode(), {64, 132}), 64, {512},
+            &summary);
+  CHECK(summary.numWork == 4);
 }
 
 TEST_CASE("a wave holds as many NVIDIA blocks as shared memory allows",
