@@ -187,9 +187,10 @@ Status DecodePlanner::create(const Signature &sig, const CodeObject &code,
     work = maxBatch + ceilDiv(sms, perChunk);
     slots = ceilDiv(2 * sms, perChunk);
     if (options.maxSeqLen > 0)
-      work = std::min(work, maxBatch * chunksOf(options.maxSeqLen,
-                                                roundUp(planner.options_.minChunkKeys,
-                                                        code.tileK)));
+      work = std::min(work,
+                      maxBatch * chunksOf(options.maxSeqLen,
+                                          roundUp(planner.options_.minChunkKeys,
+                                                  code.tileK)));
     slots = std::min(slots, work);
   }
   // Whole clusters: the blocks past the last item exit at once.
