@@ -63,7 +63,6 @@ __device__ void cp_async_16(uint32_t dst, const char *src) {
 }
 
 struct Stream {
-  const CUtensorMap *map; // kTensor: [pages][64 keys][576 bytes], boxes of 64 x 128
   const char *cache;
   const int *table; // page of (request, page within the request)
   int page_bytes, pages_per_request, chunks; // chunks: blocks a request (static)
@@ -171,10 +170,9 @@ struct Timing {
 };
 
 template <int kStages, int kPieces, bool kDynamic, Copy kCopy = kBulk>
-Timing run(Stream s, int blocks, char *flush, size_t flush_bytes) {
+Timing run(const CUtensorMap &map, Stream s, int blocks, char *flush, size_t flush_bytes) {
   auto kernel = stream<kStages, kPieces, kDynamic, kCopy>;
   const int smem = kStages * (kCopy == kTensor ? 5 * 64 * 128 : s.page_bytes) + 1024;
-  const CUtensorMap map = *s.map;
   CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   auto launch = [&] {
     if (kDynamic)
@@ -244,7 +242,7 @@ int main() {
     std::iota(host.begin(), host.end(), 0);
     std::shuffle(host.begin(), host.end(), std::mt19937(7));
     CHECK(cudaMemcpy(table, host.data(), pages * sizeof(int), cudaMemcpyHostToDevice));
-    CUtensorMap map{};
+    CUtensorMap map{}; // kTensor: [pages][64 keys][576 bytes], boxes of 64 x 128
     if (c.elem == 1) {
       const cuuint64_t dims[3] = {576, 64, (cuuint64_t)max_pages};
       const cuuint64_t strides[2] = {576, 576 * 64};
@@ -257,7 +255,7 @@ int main() {
         return 1;
       }
     }
-    Stream s{&map, cache, table, 64 * 576 * c.elem, 64, c.chunks, pages, counter, sink};
+    Stream s{cache, table, 64 * 576 * c.elem, 64, c.chunks, pages, counter, sink};
     const double mb = (double)pages * s.page_bytes / 1e6;
     auto row = [&](const char *way, int blocks, Timing t) {
       std::printf("| %s | %d | %d | %s | %.1f | %.1f | %.0f | %.1f | %.0f |\n", c.name, c.batch, blocks, way, mb,
@@ -265,21 +263,21 @@ int main() {
     };
     const int blocks = c.batch * c.chunks;
     if (c.elem == 1) {
-      row("static, 4 stages", blocks, run<4, 1, false>(s, blocks, flush, flush_bytes));
-      row("static, 6 stages", blocks, run<6, 1, false>(s, blocks, flush, flush_bytes));
-      row("static, 4 stages, 8 pieces a page", blocks, run<4, 8, false>(s, blocks, flush, flush_bytes));
+      row("static, 4 stages", blocks, run<4, 1, false>(map, s, blocks, flush, flush_bytes));
+      row("static, 6 stages", blocks, run<6, 1, false>(map, s, blocks, flush, flush_bytes));
+      row("static, 4 stages, 8 pieces a page", blocks, run<4, 8, false>(map, s, blocks, flush, flush_bytes));
       row("static, 3 stages, cp.async (16-row e4m3 mapping)", blocks,
-          run<3, 1, false, kCpAsync>(s, blocks, flush, flush_bytes));
+          run<3, 1, false, kCpAsync>(map, s, blocks, flush, flush_bytes));
       row("static, 4 stages, cp.async (16-row e4m3 mapping)", blocks,
-          run<4, 1, false, kCpAsync>(s, blocks, flush, flush_bytes));
-      row("static, 3 stages, tensor boxes", blocks, run<3, 1, false, kTensor>(s, blocks, flush, flush_bytes));
-      row("static, 4 stages, tensor boxes", blocks, run<4, 1, false, kTensor>(s, blocks, flush, flush_bytes));
-      row("dynamic, 4 stages", sms, run<4, 1, true>(s, sms, flush, flush_bytes));
-      row("dynamic, 6 stages", sms, run<6, 1, true>(s, sms, flush, flush_bytes));
+          run<4, 1, false, kCpAsync>(map, s, blocks, flush, flush_bytes));
+      row("static, 3 stages, tensor boxes", blocks, run<3, 1, false, kTensor>(map, s, blocks, flush, flush_bytes));
+      row("static, 4 stages, tensor boxes", blocks, run<4, 1, false, kTensor>(map, s, blocks, flush, flush_bytes));
+      row("dynamic, 4 stages", sms, run<4, 1, true>(map, s, sms, flush, flush_bytes));
+      row("dynamic, 6 stages", sms, run<6, 1, true>(map, s, sms, flush, flush_bytes));
     } else {
-      row("static, 2 stages", blocks, run<2, 1, false>(s, blocks, flush, flush_bytes));
-      row("static, 3 stages", blocks, run<3, 1, false>(s, blocks, flush, flush_bytes));
-      row("dynamic, 3 stages", sms, run<3, 1, true>(s, sms, flush, flush_bytes));
+      row("static, 2 stages", blocks, run<2, 1, false>(map, s, blocks, flush, flush_bytes));
+      row("static, 3 stages", blocks, run<3, 1, false>(map, s, blocks, flush, flush_bytes));
+      row("dynamic, 3 stages", sms, run<3, 1, true>(map, s, sms, flush, flush_bytes));
     }
   }
   return 0;

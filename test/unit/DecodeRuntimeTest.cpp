@@ -549,8 +549,8 @@ TEST_CASE("the decode C API plans and launches", "[decode-runtime]") {
   REQUIRE(mlagen_decode_plan(planner, seqLens, 3, plan.data(), plan.size(),
                              &used) == MLAGEN_OK);
   // 3000 keys in chunks of the kernel's floor (sm_90a: 128 keys), then two.
-  const int chunks = (3000 + DecodePlanner::minChunkKeysFor(sig, 1) - 1) /
-                     DecodePlanner::minChunkKeysFor(sig, 1);
+  const int floor = DecodePlanner::minChunkKeysFor(sig, 1);
+  const int chunks = (3000 + floor - 1) / floor;
   CHECK(plan[0] == chunks + 1 + 1);
   CHECK(used == 16 + 4 * plan[0]);
   const int32_t negative[] = {-5};
