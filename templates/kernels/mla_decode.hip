@@ -441,6 +441,11 @@ struct Output {
   const int *merge;  // int2 per request: first_slot, num_slots
   int *arrivals;     // per request and row block
 
+  // Final rows, 16-byte aligned every 8 columns (the launch checks out and
+  // its strides; checked again here because it costs nothing at the end).
+  MLAGEN_DEVICE bool wide_rows() const {
+    return slot < 0 && ((reinterpret_cast<unsigned long long>(out) | 2 * (out_token_stride | out_head_stride)) & 15) == 0;
+  }
   MLAGEN_DEVICE RowOutput row(int g) const {
     RowOutput r;
     if (slot < 0) {
@@ -1044,6 +1049,7 @@ constexpr int kQBytes = kStageSlabs * kQSlabBytes;
 constexpr int kPBytes = kRowsN * 128; // [rows][64 keys]
 constexpr int kPSlabs = kPairedTiles ? 2 : 1; // one P slab per consumer of its own tiles
 constexpr int kOutStride = kHeadDimV + 4; // fp32 staging of O, conflict-free writes
+constexpr int kPackedWords = kHeadDimV / 2 + 4; // 16-bit staging of O (words), the same
 // 64 rows (consume_rows) release a stage in two halves: slabs 0..3 (V's
 // columns 0..255, consumer 0's) and 4..8 (V's columns 256..511 and K's
 // last 64).
@@ -2701,8 +2707,36 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
     if (consumer == 0 && quad == 0 && is_real_row(job.row0 + row))
       output.store_lse(job.row0 + row, total > 0.0f ? (s_max[row] + log2_approx(total)) * kLn2 : kNegInf);
   }
-  // O, normalised, through shared memory so that each row is written in
-  // 16-byte pieces.
+  const int tid = consumer * 128 + warp * 32 + lane;
+  if (output.wide_rows()) {
+    // Final rows: O packed to 16-bit in shared memory (half the bytes of
+    // fp32), then 16-byte stores. 64-row steps end 1-2% sooner than with
+    // fp32 staging (bench/notes/decode-wgmma.md, "The end of a 64-row block").
+    u32 *const packed = reinterpret_cast<u32 *>(staged);
+#pragma unroll
+    for (int c = 0; c < 2; ++c)
+#pragma unroll
+      for (int i = 0; i < 64; i += 2) {
+        const int row = row0 + 8 * ((i % 4) / 2);
+        const int col = 256 * consumer + 128 * c + 8 * (i / 4) + 2 * quad;
+        packed[row * kPackedWords + col / 2] =
+            pack2<Elem>(o[c][i] * scale[(i % 4) / 2], o[c][i + 1] * scale[(i % 4) / 2]);
+      }
+    sm90::split_barrier_sync(kBarOut, kConsumerThreads);
+#pragma unroll 4
+    for (int i = 0; i < kRowsN * kHeadDimV / 8 / kConsumerThreads; ++i) {
+      const int idx = tid + kConsumerThreads * i;
+      const int r = idx / (kHeadDimV / 8);
+      const int chunk = idx % (kHeadDimV / 8);
+      const int g = job.row0 + r;
+      if (is_real_row(g))
+        nv::copy_shared_to_global_16(output.row(g).out + 8 * chunk,
+                                     nv::shared_address(packed + r * kPackedWords + 4 * chunk));
+    }
+    return;
+  }
+  // Partial rows (fp32): through shared memory so that each row is written
+  // in 16-byte pieces.
 #pragma unroll
   for (int c = 0; c < 2; ++c)
 #pragma unroll
@@ -2713,7 +2747,6 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
       *reinterpret_cast<Float2 *>(staged + row * kOutStride + col) = v;
     }
   sm90::split_barrier_sync(kBarOut, kConsumerThreads);
-  const int tid = consumer * 128 + warp * 32 + lane;
 #pragma unroll 4
   for (int i = 0; i < kRowsN * kHeadDimV / 4 / kConsumerThreads; ++i) {
     const int idx = tid + kConsumerThreads * i;
