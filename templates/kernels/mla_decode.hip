@@ -444,7 +444,8 @@ struct Output {
   // Final rows, 16-byte aligned every 8 columns (the launch checks out and
   // its strides; checked again here because it costs nothing at the end).
   MLAGEN_DEVICE bool wide_rows() const {
-    return slot < 0 && ((reinterpret_cast<unsigned long long>(out) | 2 * (out_token_stride | out_head_stride)) & 15) == 0;
+    const unsigned long long strides = 2 * (out_token_stride | out_head_stride); // bytes
+    return slot < 0 && ((reinterpret_cast<unsigned long long>(out) | strides) & 15) == 0;
   }
   MLAGEN_DEVICE RowOutput row(int g) const {
     RowOutput r;
@@ -2291,6 +2292,102 @@ MLAGEN_DEVICE void pack_rows_p(u32 (&p)[4][4], const float (&s)[32]) {
                           : pack2<MmaElem>(s[8 * ps + 2 * j], s[8 * ps + 2 * j + 1]);
 }
 
+// A pair's block (merged in the grid) with its rows staged in shared
+// memory: fp32 rows of kOutStride, then the rows' LSEs. Unlike
+// merge_pair_if_second, a block arrives before it writes anything. The
+// first to arrive writes its partial and publishes it (+2 on the counter);
+// the second waits for that and merges the partner's partial with its own
+// staged rows, so it neither writes its partial nor reads it back. The
+// arithmetic and its slot order are merge_pair_if_second's (the reduce's
+// bits). The second only waits for a block that has arrived and waits for
+// nothing, so co-residency is not needed.
+template <int kWriters, class Sync>
+MLAGEN_DEVICE void merge_staged_pair(const Job &job, const Output &output, float *staged, int tid, Sync sync) {
+  constexpr int kPositions = kRowsN * (kHeadDimV / 4) / kWriters; // a thread's
+  static_assert(kWriters >= kRowsN && kPositions % 8 == 0, "a row a thread, whole passes");
+  const float *const own_lse = staged + kRowsN * kOutStride;
+  int *const state = reinterpret_cast<int *>(staged + kRowsN * kOutStride + kRowsN);
+  float *const weights = staged + kRowsN * kOutStride + kRowsN + 4; // [row][2]
+  float *const scales = weights + 2 * kRowsN;                       // [row]
+  int *const counter = output.arrivals + job.batch * kRowBlocks + job.row0 / kHeadsPerBlock;
+  if (tid == 0)
+    state[0] = atomic_add_device(counter, 1);
+  sync();
+  if (state[0] == 0) { // first: the partial, then published
+#pragma unroll 4
+    for (int i = 0; i < kPositions; ++i) {
+      const int at = tid + kWriters * i;
+      const int r = at / (kHeadDimV / 4), col = at % (kHeadDimV / 4) * 4;
+      if (!is_real_row(job.row0 + r))
+        continue;
+      const Float4 v = *reinterpret_cast<const Float4 *>(staged + r * kOutStride + col);
+      output.row(job.row0 + r).store4(col, v.x, v.y, v.z, v.w);
+    }
+    if (tid < kRowsN && is_real_row(job.row0 + tid))
+      output.store_lse(job.row0 + tid, own_lse[tid]);
+    fence_device();
+    sync();
+    if (tid == 0)
+      atomic_add_device(counter, 2);
+    return;
+  }
+  if (tid == 0) {
+    while (atomic_add_device(counter, 0) < 4) // both arrivals and the publication
+      __nanosleep(32);
+    *counter = 0; // ready for the next step, or a graph's replay
+  }
+  sync();
+  fence_device(); // the partner's partial, after its publication
+  const int first = output.merge[2 * job.batch];
+  const int mine = output.slot - first; // this block's slot of the two
+  const long long theirs = first + 1 - mine;
+  Output final_rows = output;
+  final_rows.slot = -1;
+  if (tid < kRowsN) {
+    const int g = job.row0 + tid;
+    const bool real = is_real_row(g);
+    const float own = real ? own_lse[tid] : kNegInf;
+    const float other = real ? load_l2_f32(output.partial_lse + theirs * kRows + g) : kNegInf;
+    const float l0 = mine == 0 ? own : other, l1 = mine == 0 ? other : own;
+    const float max_lse = max_float(l0, l1);
+    const float shift = max_lse == kNegInf ? 0.0f : max_lse * kLog2e;
+    const float w0 = real ? exp2_approx(l0 * kLog2e - shift) : 0.0f;
+    const float w1 = real ? exp2_approx(l1 * kLog2e - shift) : 0.0f;
+    const float weight = w0 + w1;
+    weights[2 * tid] = w0;
+    weights[2 * tid + 1] = w1;
+    scales[tid] = weight > 0.0f ? 1.0f / weight : 0.0f;
+    if (real)
+      final_rows.store_lse(g, weight > 0.0f ? max_lse + log2_approx(weight) * kLn2 : kNegInf);
+  }
+  sync();
+  const float *part = output.partial_out + theirs * kRows * kHeadDimV;
+#pragma unroll 1
+  for (int p0 = 0; p0 < kPositions; p0 += 8) {
+    Float4 v[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int at = tid + kWriters * (p0 + j);
+      const int g = job.row0 + at / (kHeadDimV / 4), col = at % (kHeadDimV / 4) * 4;
+      v[j] = Float4{0.0f, 0.0f, 0.0f, 0.0f};
+      if (is_real_row(g))
+        load_l2_f32x4(part + (long long)g * kHeadDimV + col, v[j].x, v[j].y, v[j].z, v[j].w);
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int at = tid + kWriters * (p0 + j);
+      const int r = at / (kHeadDimV / 4), col = at % (kHeadDimV / 4) * 4;
+      if (!is_real_row(job.row0 + r))
+        continue;
+      const Float4 own = *reinterpret_cast<const Float4 *>(staged + r * kOutStride + col);
+      const Float4 a = mine == 0 ? own : v[j], b = mine == 0 ? v[j] : own;
+      const float w0 = weights[2 * r], w1 = weights[2 * r + 1], scale = scales[r];
+      auto add = [&](float x0, float x1) { return (fma_float(w0, x0, 0.0f) + fma_float(w1, x1, 0.0f) + 0.0f) * scale; };
+      final_rows.row(job.row0 + r).store4(col, add(a.x, b.x), add(a.y, b.y), add(a.z, b.z), add(a.w, b.w));
+    }
+  }
+}
+
 template <bool kValue> struct BoolConstant {
   static constexpr bool value = kValue;
 };
@@ -2704,8 +2801,13 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
     const int row = row0 + 8 * r;
     const float total = s_sum[row] + s_sum[64 + row];
     scale[r] = RowState::output_scale(total) * job.v_scale;
-    if (consumer == 0 && quad == 0 && is_real_row(job.row0 + row))
-      output.store_lse(job.row0 + row, total > 0.0f ? (s_max[row] + log2_approx(total)) * kLn2 : kNegInf);
+    if (consumer == 0 && quad == 0 && is_real_row(job.row0 + row)) {
+      const float lse = total > 0.0f ? (s_max[row] + log2_approx(total)) * kLn2 : kNegInf;
+      if (job.pair)
+        staged[kRowsN * kOutStride + row] = lse; // merge_staged_pair's
+      else
+        output.store_lse(job.row0 + row, lse);
+    }
   }
   const int tid = consumer * 128 + warp * 32 + lane;
   if (output.wide_rows()) {
@@ -2747,6 +2849,11 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
       *reinterpret_cast<Float2 *>(staged + row * kOutStride + col) = v;
     }
   sm90::split_barrier_sync(kBarOut, kConsumerThreads);
+  if (job.pair) {
+    merge_staged_pair<kConsumerThreads>(job, output, staged, tid,
+                                        [] { sm90::split_barrier_sync(kBarOut, kConsumerThreads); });
+    return;
+  }
 #pragma unroll 4
   for (int i = 0; i < kRowsN * kHeadDimV / 4 / kConsumerThreads; ++i) {
     const int idx = tid + kConsumerThreads * i;
@@ -2850,12 +2957,9 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
     num_tiles == 1 ? consume<true>(job, output, lay, num_tiles, warp, lane, staged)
                    : consume<false>(job, output, lay, num_tiles, warp, lane, staged);
   }
-  // The threads that wrote the rows: both consumers of 64 rows, else
-  // consumer 0 (paired fp8 consumers hand theirs to it).
-  if (kSplitStages)
-    merge_pair_if_second<kSplitStages ? kConsumerThreads : 128, 8>(
-        job, output, tid, staged, [] { sm90::split_barrier_sync(kBarOut, kConsumerThreads); });
-  else if (tid < 128)
+  // The threads that wrote the rows: consumer 0 (paired fp8 consumers hand
+  // theirs to it). 64-row blocks merge their pairs in consume_rows.
+  if (!kSplitStages && tid < 128)
     merge_pair_if_second<128, 8>(job, output, tid, staged, [] { sm90::named_barrier_sync(1, 128); });
 }
 
