@@ -1087,6 +1087,10 @@ constexpr int kSharedBytesUsed =
 static_assert(!kWarpgroupDecode || kSharedBytesUsed <= kSharedBytes, "tiles exceed kSharedBytes");
 static_assert(!kWarpgroupDecode || kRowsN * kOutStride * 4 <= kStages * kStageBytes,
               "O staging fits the stage buffers");
+// merge_staged_pair's: the rows, their LSEs, a state word (and padding) and
+// the merge's weights and scales.
+static_assert(!kWarpgroupDecode || (kRowsN * kOutStride + kRowsN + 4 + 3 * kRowsN) * 4 <= kStages * kStageBytes,
+              "a pair's staged rows and merge state fit the stage buffers");
 static_assert(kHeadDimQK % 64 == 0 && kHeadDimV % 64 == 0, "whole 64-column slabs");
 typedef sm90::Wgmma<MmaElem, kRowsN> WgmmaS;
 typedef sm90::Wgmma<MmaElem, kRowsN> WgmmaO;
@@ -2327,13 +2331,26 @@ MLAGEN_DEVICE void merge_staged_pair(const Job &job, const Output &output, float
       output.store_lse(job.row0 + tid, own_lse[tid]);
     fence_device();
     sync();
-    if (tid == 0)
+    if (tid == 0) {
+      fence_device(); // (the textbook order too: barrier, fence, signal)
       atomic_add_device(counter, 2);
+    }
     return;
   }
   if (tid == 0) {
-    while (atomic_add_device(counter, 0) < 4) // both arrivals and the publication
+    // Both arrivals and the publication. A counter that did not start at 0
+    // (a launch aborted mid-merge) may never read 4 here: after 10 ms the
+    // block stops waiting rather than hang. Its rows may then be wrong, and
+    // so may the next steps' until the plan is copied again (every copy
+    // zeroes the counters); merge_pair_if_second fares no better there.
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {
+      if (atomic_add_device(counter, 0) >= 4)
+        break;
       __nanosleep(32);
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - start < 10000000ull);
     *counter = 0; // ready for the next step, or a graph's replay
   }
   sync();
