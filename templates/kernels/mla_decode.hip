@@ -476,6 +476,28 @@ struct Output {
 // memory free for 4 + 3 kHeadsPerBlock floats (the stage buffers). kPass:
 // positions (a row's column quad) a thread loads at once.
 
+// A pair's row g merged by LSE (merge_row's: w_i = exp(lse_i - max lse),
+// totalled in slot order; l0 the first slot's): its weights and scale into
+// shared memory at row i, its LSE to final_rows.
+MLAGEN_DEVICE void pair_row_weights(const Output &final_rows, int g, bool real, float l0, float l1, float *weights,
+                                    float *scales, int i) {
+  const float max_lse = max_float(l0, l1);
+  const float shift = max_lse == kNegInf ? 0.0f : max_lse * kLog2e;
+  const float w0 = real ? exp2_approx(l0 * kLog2e - shift) : 0.0f;
+  const float w1 = real ? exp2_approx(l1 * kLog2e - shift) : 0.0f;
+  const float weight = w0 + w1;
+  weights[2 * i] = w0;
+  weights[2 * i + 1] = w1;
+  scales[i] = weight > 0.0f ? 1.0f / weight : 0.0f;
+  if (real)
+    final_rows.store_lse(g, weight > 0.0f ? max_lse + log2_approx(weight) * kLn2 : kNegInf);
+}
+// One merged element: products rounded, then added, then the reduce's
+// empty sums (+0), times the scale.
+MLAGEN_DEVICE float pair_value(float w0, float x0, float w1, float x1, float scale) {
+  return (fma_float(w0, x0, 0.0f) + fma_float(w1, x1, 0.0f) + 0.0f) * scale;
+}
+
 template <int kWriters, int kPass, class Sync>
 MLAGEN_DEVICE void merge_pair_if_second(const Job &job, const Output &output, int tid, float *scratch, Sync sync) {
   constexpr int kPositions = kHeadsPerBlock * (kHeadDimV / 4) / kWriters; // a thread's
@@ -504,29 +526,18 @@ MLAGEN_DEVICE void merge_pair_if_second(const Job &job, const Output &output, in
   Output final_rows = output;
   final_rows.slot = -1;
 
-  // A row's weights (merge_row's: w_i = exp(lse_i - max lse), totalled in
-  // slot order), its scale and its LSE.
+  // A row's weights, scale and LSE.
   if (tid < kHeadsPerBlock) {
     const int g = job.row0 + tid;
     const float *lse_of = output.partial_lse + (long long)first * kRows + g;
     const bool real = is_real_row(g);
     const float l0 = real ? load_l2_f32(lse_of) : kNegInf, l1 = real ? load_l2_f32(lse_of + kRows) : kNegInf;
-    const float max_lse = max_float(l0, l1);
-    const float shift = max_lse == kNegInf ? 0.0f : max_lse * kLog2e;
-    const float w0 = real ? exp2_approx(l0 * kLog2e - shift) : 0.0f;
-    const float w1 = real ? exp2_approx(l1 * kLog2e - shift) : 0.0f;
-    const float weight = w0 + w1;
-    weights[2 * tid] = w0;
-    weights[2 * tid + 1] = w1;
-    scales[tid] = weight > 0.0f ? 1.0f / weight : 0.0f;
-    if (real)
-      final_rows.store_lse(g, weight > 0.0f ? max_lse + log2_approx(weight) * kLn2 : kNegInf);
+    pair_row_weights(final_rows, g, real, l0, l1, weights, scales, tid);
   }
   sync();
 
-  // O = (w_0 O_0 + w_1 O_1) (products rounded, then added, then the
-  // reduce's empty sums: +0) times the scale; kPass positions a thread at
-  // once, both slots' loads in flight together.
+  // O = (w_0 O_0 + w_1 O_1) times the scale (pair_value); kPass positions
+  // a thread at once, both slots' loads in flight together.
   const float *part = output.partial_out + (long long)first * kRows * kHeadDimV;
 #pragma unroll 1
   for (int p0 = 0; p0 < kPositions; p0 += kPass) {
@@ -551,7 +562,7 @@ MLAGEN_DEVICE void merge_pair_if_second(const Job &job, const Output &output, in
         continue;
       const float w0 = weights[2 * r], w1 = weights[2 * r + 1], scale = scales[r];
       const Float4 &a = v[0][j], &b = v[1][j];
-      auto add = [&](float x0, float x1) { return (fma_float(w0, x0, 0.0f) + fma_float(w1, x1, 0.0f) + 0.0f) * scale; };
+      auto add = [&](float x0, float x1) { return pair_value(w0, x0, w1, x1, scale); };
       final_rows.row(job.row0 + r).store4(col, add(a.x, b.x), add(a.y, b.y), add(a.z, b.z), add(a.w, b.w));
     }
   }
@@ -1050,7 +1061,8 @@ constexpr int kQBytes = kStageSlabs * kQSlabBytes;
 constexpr int kPBytes = kRowsN * 128; // [rows][64 keys]
 constexpr int kPSlabs = kPairedTiles ? 2 : 1; // one P slab per consumer of its own tiles
 constexpr int kOutStride = kHeadDimV + 4; // fp32 staging of O, conflict-free writes
-constexpr int kPackedWords = kHeadDimV / 2 + 4; // 16-bit staging of O (words), the same
+constexpr int kPackedWords = kHeadDimV / 2 + 4; // 16-bit staging of O (words), conflict-free likewise
+constexpr int kStagedLse = kRowsN * kOutStride; // a grid pair's row LSEs, after its staged fp32 rows
 // 64 rows (consume_rows) release a stage in two halves: slabs 0..3 (V's
 // columns 0..255, consumer 0's) and 4..8 (V's columns 256..511 and K's
 // last 64).
@@ -1089,7 +1101,7 @@ static_assert(!kWarpgroupDecode || kRowsN * kOutStride * 4 <= kStages * kStageBy
               "O staging fits the stage buffers");
 // merge_staged_pair's: the rows, their LSEs, a state word (and padding) and
 // the merge's weights and scales.
-static_assert(!kWarpgroupDecode || (kRowsN * kOutStride + kRowsN + 4 + 3 * kRowsN) * 4 <= kStages * kStageBytes,
+static_assert(!kWarpgroupDecode || (kStagedLse + kRowsN + 4 + 3 * kRowsN) * 4 <= kStages * kStageBytes,
               "a pair's staged rows and merge state fit the stage buffers");
 static_assert(kHeadDimQK % 64 == 0 && kHeadDimV % 64 == 0, "whole 64-column slabs");
 typedef sm90::Wgmma<MmaElem, kRowsN> WgmmaS;
@@ -2296,6 +2308,23 @@ MLAGEN_DEVICE void pack_rows_p(u32 (&p)[4][4], const float (&s)[32]) {
                           : pack2<MmaElem>(s[8 * ps + 2 * j], s[8 * ps + 2 * j + 1]);
 }
 
+// Staged fp32 rows (kOutStride apart) out by kWriters threads, 16 bytes a
+// store: the 64-row kernel's partials.
+template <int kWriters>
+MLAGEN_DEVICE void write_staged_rows(const Job &job, const Output &output, const float *staged, int tid) {
+#pragma unroll 4
+  for (int i = 0; i < kRowsN * kHeadDimV / 4 / kWriters; ++i) {
+    const int idx = tid + kWriters * i;
+    const int r = idx / (kHeadDimV / 4);
+    const int col = idx % (kHeadDimV / 4) * 4;
+    const int g = job.row0 + r;
+    if (!is_real_row(g))
+      continue;
+    const Float4 v = *reinterpret_cast<const Float4 *>(staged + r * kOutStride + col);
+    output.row(g).store4(col, v.x, v.y, v.z, v.w);
+  }
+}
+
 // A pair's block (merged in the grid) with its rows staged in shared
 // memory: fp32 rows of kOutStride, then the rows' LSEs. Unlike
 // merge_pair_if_second, a block arrives before it writes anything. The
@@ -2309,24 +2338,16 @@ template <int kWriters, class Sync>
 MLAGEN_DEVICE void merge_staged_pair(const Job &job, const Output &output, float *staged, int tid, Sync sync) {
   constexpr int kPositions = kRowsN * (kHeadDimV / 4) / kWriters; // a thread's
   static_assert(kWriters >= kRowsN && kPositions % 8 == 0, "a row a thread, whole passes");
-  const float *const own_lse = staged + kRowsN * kOutStride;
-  int *const state = reinterpret_cast<int *>(staged + kRowsN * kOutStride + kRowsN);
-  float *const weights = staged + kRowsN * kOutStride + kRowsN + 4; // [row][2]
+  const float *const own_lse = staged + kStagedLse;
+  int *const state = reinterpret_cast<int *>(staged + kStagedLse + kRowsN);
+  float *const weights = staged + kStagedLse + kRowsN + 4; // [row][2]
   float *const scales = weights + 2 * kRowsN;                       // [row]
   int *const counter = output.arrivals + job.batch * kRowBlocks + job.row0 / kHeadsPerBlock;
   if (tid == 0)
     state[0] = atomic_add_device(counter, 1);
   sync();
   if (state[0] == 0) { // first: the partial, then published
-#pragma unroll 4
-    for (int i = 0; i < kPositions; ++i) {
-      const int at = tid + kWriters * i;
-      const int r = at / (kHeadDimV / 4), col = at % (kHeadDimV / 4) * 4;
-      if (!is_real_row(job.row0 + r))
-        continue;
-      const Float4 v = *reinterpret_cast<const Float4 *>(staged + r * kOutStride + col);
-      output.row(job.row0 + r).store4(col, v.x, v.y, v.z, v.w);
-    }
+    write_staged_rows<kWriters>(job, output, staged, tid);
     if (tid < kRowsN && is_real_row(job.row0 + tid))
       output.store_lse(job.row0 + tid, own_lse[tid]);
     fence_device();
@@ -2365,17 +2386,7 @@ MLAGEN_DEVICE void merge_staged_pair(const Job &job, const Output &output, float
     const bool real = is_real_row(g);
     const float own = real ? own_lse[tid] : kNegInf;
     const float other = real ? load_l2_f32(output.partial_lse + theirs * kRows + g) : kNegInf;
-    const float l0 = mine == 0 ? own : other, l1 = mine == 0 ? other : own;
-    const float max_lse = max_float(l0, l1);
-    const float shift = max_lse == kNegInf ? 0.0f : max_lse * kLog2e;
-    const float w0 = real ? exp2_approx(l0 * kLog2e - shift) : 0.0f;
-    const float w1 = real ? exp2_approx(l1 * kLog2e - shift) : 0.0f;
-    const float weight = w0 + w1;
-    weights[2 * tid] = w0;
-    weights[2 * tid + 1] = w1;
-    scales[tid] = weight > 0.0f ? 1.0f / weight : 0.0f;
-    if (real)
-      final_rows.store_lse(g, weight > 0.0f ? max_lse + log2_approx(weight) * kLn2 : kNegInf);
+    pair_row_weights(final_rows, g, real, mine == 0 ? own : other, mine == 0 ? other : own, weights, scales, tid);
   }
   sync();
   const float *part = output.partial_out + theirs * kRows * kHeadDimV;
@@ -2399,7 +2410,7 @@ MLAGEN_DEVICE void merge_staged_pair(const Job &job, const Output &output, float
       const Float4 own = *reinterpret_cast<const Float4 *>(staged + r * kOutStride + col);
       const Float4 a = mine == 0 ? own : v[j], b = mine == 0 ? v[j] : own;
       const float w0 = weights[2 * r], w1 = weights[2 * r + 1], scale = scales[r];
-      auto add = [&](float x0, float x1) { return (fma_float(w0, x0, 0.0f) + fma_float(w1, x1, 0.0f) + 0.0f) * scale; };
+      auto add = [&](float x0, float x1) { return pair_value(w0, x0, w1, x1, scale); };
       final_rows.row(job.row0 + r).store4(col, add(a.x, b.x), add(a.y, b.y), add(a.z, b.z), add(a.w, b.w));
     }
   }
@@ -2821,7 +2832,7 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
     if (consumer == 0 && quad == 0 && is_real_row(job.row0 + row)) {
       const float lse = total > 0.0f ? (s_max[row] + log2_approx(total)) * kLn2 : kNegInf;
       if (job.pair)
-        staged[kRowsN * kOutStride + row] = lse; // merge_staged_pair's
+        staged[kStagedLse + row] = lse; // merge_staged_pair's
       else
         output.store_lse(job.row0 + row, lse);
     }
@@ -2871,17 +2882,7 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
                                         [] { sm90::split_barrier_sync(kBarOut, kConsumerThreads); });
     return;
   }
-#pragma unroll 4
-  for (int i = 0; i < kRowsN * kHeadDimV / 4 / kConsumerThreads; ++i) {
-    const int idx = tid + kConsumerThreads * i;
-    const int r = idx / (kHeadDimV / 4);
-    const int col = idx % (kHeadDimV / 4) * 4;
-    const int g = job.row0 + r;
-    if (!is_real_row(g))
-      continue;
-    const Float4 v = *reinterpret_cast<const Float4 *>(staged + r * kOutStride + col);
-    output.row(g).store4(col, v.x, v.y, v.z, v.w);
-  }
+  write_staged_rows<kConsumerThreads>(job, output, staged, tid);
 }
 
 MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q, long long q_token_stride,
