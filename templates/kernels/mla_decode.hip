@@ -1085,9 +1085,10 @@ constexpr int kRowFloats = kConsumerRowFloats * kPSlabs + (kSplitQuery ? kRowsN 
 // items) lives in stage 1, which such items never load.
 // Merging in the cluster (kClusterParts 2; DECODE_CONTRACT.md): both blocks
 // of a request's pair stage their normalised O and row LSEs (a part) in
-// their stage buffers; the partner (rank 1) copies its part into the
-// leader's receive area, a region of its own so that the copy need not
-// wait for the leader's products, and arrives on the leader's merge_recv.
+// their stage buffers; each copies the half of its part that the other
+// writes into the other's receive area, a region of its own so that the
+// copy need not wait for the other's products, and arrives on the other's
+// merge_recv.
 constexpr int kPartBytes = kRowsN * kOutStride * 4 + kRowsN * 4;
 static_assert(kClusterParts == 1 || (kClusterParts == 2 && kWarpgroupDecode && kRowsN == 16 && !kSplitStages &&
                                      (kFP8Operands || !kCacheFP8)),
@@ -1708,51 +1709,63 @@ MLAGEN_DEVICE void write_staged(const Job &job, const Output &output, const floa
 }
 
 // A merge pair's block with its part staged (O rows normalised, fp32,
-// then the row LSEs). The partner copies its part into the leader's
-// receive area and leaves; the leader adds the two by LSE, as
-// mlagen_decode_reduce would, and writes the output.
+// then the row LSEs). Each block writes half of the columns: it copies the
+// other half of its part, with its LSEs, into the partner's receive area,
+// waits for the partner's copy, adds the two by LSE as
+// mlagen_decode_reduce would (the leader's part first) and writes its
+// half. Halving the copy and the writes of the block that finishes last
+// shortens the pair's end (B64 H16 bf16: see bench/notes/decode-wgmma.md).
+// A block leaves only after its partner's copy has arrived, so no copy
+// lands in a block that has gone.
 MLAGEN_DEVICE void merge_in_cluster(const Job &job, const Output &output, const Layout &lay, const float *own,
                                     int warp, int lane) {
-  static_assert(kHeadDimV / 4 == 128, "a thread per column quad");
+  constexpr int kHalfQuads = kHeadDimV / 8; // column quads in half a row
+  static_assert(128 % kHalfQuads == 0 && kRowsN % (128 / kHalfQuads) == 0, "whole rows a pass");
+  constexpr int kRowsPerPass = 128 / kHalfQuads;
   const int tid = warp * 32 + lane;
+  const int rank = merge_rank(job);
   const float *own_lse = lay.part_lse();
   sm90::named_barrier_sync(1, 128); // this block's part is staged
-  if (merge_rank(job) != 0) {
-    const u32 leader = sm90::cluster_rank() - merge_rank(job);
-    const u32 to = sm90::cluster_address(lay.received(), leader);
-    sm90::cluster_wait(); // the leader has started, merge_recv exists
+  const u32 partner = sm90::cluster_rank() + (rank == 0 ? 1 : -1);
+  const u32 to = sm90::cluster_address(lay.received(), partner);
+  sm90::cluster_wait(); // the partner has started: its merge_recv exists
+  const int col = 4 * (tid % kHalfQuads);
+  const int send_col = col + (rank == 0 ? kHeadDimV / 2 : 0);
 #pragma unroll
-    for (int r = 0; r < kRowsN; ++r) {
-      const Float4 v = *reinterpret_cast<const Float4 *>(own + r * kOutStride + 4 * tid);
-      sm90::store_remote_f32x4(to + (r * kOutStride + 4 * tid) * 4, v.x, v.y, v.z, v.w);
-    }
-    if (tid < kRowsN / 4) {
-      const Float4 v = *reinterpret_cast<const Float4 *>(own_lse + 4 * tid);
-      sm90::store_remote_f32x4(to + (kRowsN * kOutStride + 4 * tid) * 4, v.x, v.y, v.z, v.w);
-    }
-    sm90::mbarrier_arrive_remote(sm90::cluster_address(lay.merge_recv(), leader));
-    return;
+  for (int i = 0; i < kRowsN / kRowsPerPass; ++i) {
+    const int r = kRowsPerPass * i + tid / kHalfQuads;
+    const Float4 v = *reinterpret_cast<const Float4 *>(own + r * kOutStride + send_col);
+    sm90::store_remote_f32x4(to + (r * kOutStride + send_col) * 4, v.x, v.y, v.z, v.w);
   }
+  if (tid < kRowsN / 4) {
+    const Float4 v = *reinterpret_cast<const Float4 *>(own_lse + 4 * tid);
+    sm90::store_remote_f32x4(to + (kRowsN * kOutStride + 4 * tid) * 4, v.x, v.y, v.z, v.w);
+  }
+  sm90::mbarrier_arrive_remote(sm90::cluster_address(lay.merge_recv(), partner));
   sm90::mbarrier_wait<true>(lay.merge_recv(), 0);
-  const float *other = own + (lay.received() - lay.kv) / 4; // own is lay.kv's part
-  const int col = 4 * tid;
+  const float *received = own + (lay.received() - lay.kv) / 4; // own is lay.kv's part
+  const float *leader = rank == 0 ? own : received, *second = rank == 0 ? received : own;
+  const float *leader_lse = rank == 0 ? own_lse : received + kRowsN * kOutStride;
+  const float *second_lse = rank == 0 ? received + kRowsN * kOutStride : own_lse;
+  const int own_col = col + (rank == 0 ? 0 : kHeadDimV / 2);
 #pragma unroll
-  for (int r = 0; r < kRowsN; ++r) {
+  for (int i = 0; i < kRowsN / kRowsPerPass; ++i) {
+    const int r = kRowsPerPass * i + tid / kHalfQuads;
     const int g = job.row0 + r;
-    const float lse0 = own_lse[r], lse1 = other[kRowsN * kOutStride + r];
+    const float lse0 = leader_lse[r], lse1 = second_lse[r];
     const float max_lse = max_float(lse0, lse1);
     // Both parts empty (no key visible): weights 0, output 0, lse -inf.
     const float shift = max_lse == kNegInf ? 0.0f : max_lse * kLog2e;
     const float w0 = exp2_approx(lse0 * kLog2e - shift), w1 = exp2_approx(lse1 * kLog2e - shift);
     const float weight = w0 + w1;
     const float scale = weight > 0.0f ? 1.0f / weight : 0.0f;
-    const Float4 a = *reinterpret_cast<const Float4 *>(own + r * kOutStride + col);
-    const Float4 b = *reinterpret_cast<const Float4 *>(other + r * kOutStride + col);
+    const Float4 a = *reinterpret_cast<const Float4 *>(leader + r * kOutStride + own_col);
+    const Float4 b = *reinterpret_cast<const Float4 *>(second + r * kOutStride + own_col);
     if (!is_real_row(g))
       continue;
-    output.row(g).store4(col, fma_float(w0, a.x, w1 * b.x) * scale, fma_float(w0, a.y, w1 * b.y) * scale,
+    output.row(g).store4(own_col, fma_float(w0, a.x, w1 * b.x) * scale, fma_float(w0, a.y, w1 * b.y) * scale,
                          fma_float(w0, a.z, w1 * b.z) * scale, fma_float(w0, a.w, w1 * b.w) * scale);
-    if (tid == 0)
+    if (rank == 0 && tid % kHalfQuads == 0)
       output.store_lse(g, weight > 0.0f ? max_lse + log2_approx(weight) * kLn2 : kNegInf);
   }
 }
@@ -2416,6 +2429,15 @@ MLAGEN_DEVICE void merge_staged_pair(const Job &job, const Output &output, float
   }
 }
 
+// An fp8 cache read with bf16 q keeps the pair merge out of line: inlined
+// beside the widening producer it made ptxas spill 76 / 268 bytes (out of
+// line 16 / 52; the 16-bit kernels spill less inlined).
+template <int kWriters>
+__attribute__((device)) __attribute__((noinline)) void merge_staged_pair_outlined(const Job &job, const Output &output,
+                                                                                   float *staged, int tid) {
+  merge_staged_pair<kWriters>(job, output, staged, tid, [] { sm90::split_barrier_sync(kBarOut, kWriters); });
+}
+
 template <bool kValue> struct BoolConstant {
   static constexpr bool value = kValue;
 };
@@ -2878,8 +2900,11 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
     }
   sm90::split_barrier_sync(kBarOut, kConsumerThreads);
   if (job.pair) {
-    merge_staged_pair<kConsumerThreads>(job, output, staged, tid,
-                                        [] { sm90::split_barrier_sync(kBarOut, kConsumerThreads); });
+    if (kCacheFP8 && !kFP8Operands)
+      merge_staged_pair_outlined<kConsumerThreads>(job, output, staged, tid);
+    else
+      merge_staged_pair<kConsumerThreads>(job, output, staged, tid,
+                                          [] { sm90::split_barrier_sync(kBarOut, kConsumerThreads); });
     return;
   }
   write_staged_rows<kConsumerThreads>(job, output, staged, tid);
@@ -2913,7 +2938,7 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
       if (kSplitStages)
         sm90::mbarrier_init(lay.empty(st, 1), 4);
     }
-    if (kClusterParts > 1) // the partner's 128 consumer threads arrive
+    if (kClusterParts > 1) // the other block's 128 consumer threads arrive
       sm90::mbarrier_init(lay.merge_recv(), 128);
     sm90::mbarrier_init_fence();
   }
