@@ -1452,6 +1452,13 @@ MLAGEN_DEVICE u32 raw_barrier(const Layout &lay, int it, int half) { return lay.
 // 16-byte chunk c of row r of a half's raw bytes.
 MLAGEN_DEVICE u32 raw_chunk(u32 raw, int r, int c) { return raw + (c / 8) * kSlabBytes + swizzled(r, c % 8); }
 
+// The producer asks L2 for tile it + 2's raw bytes as it starts tile it,
+// so that the copy issued when tile it's halves are freed (free_half) finds
+// them there: the raw copy is on each half's path from free to ready (B128
+// H128 380.9-383.5 -> 371.5-374.2 us; 3 and 5 tiles ahead gained less).
+// The 16-bit kernel lost with L2 prefetches (decode-wgmma.md): it is
+// power-bound, this one latency-bound.
+constexpr int kRawPrefetchTiles = 2;
 MLAGEN_DEVICE void issue_raw_half(const Layout &lay, const void *kv_map, int it, int half, int page) {
   const u32 raw = raw_slabs(lay.stage(it), half), bar = raw_barrier(lay, it, half);
   sm90::mbarrier_arrive_expect_tx(bar, raw_boxes(half) * kSlabBytes);
@@ -1482,6 +1489,13 @@ MLAGEN_DEVICE void produce_fp8_halves(const Job &job, const PagedCache &cache, c
     const int region = 2 * (it % kStages) + half;
     const u32 stage = lay.stage(it), raw = raw_slabs(stage, half);
     const int chunks = half == 0 ? 16 : 20; // raw 16-byte chunks of a row
+    if (tma && ptid == 32 && e % 2 == 0 && it + kRawPrefetchTiles < num_tiles &&
+        fills_page(job, it + kRawPrefetchTiles)) { // warp 1: warp 0's lane 0 issued the first tiles
+      const int ahead = cache.page_of(job.key_begin + (it + kRawPrefetchTiles) * kTileK);
+      for (int h = 0; h < 2; ++h)
+        for (int j = 0; j < raw_boxes(h); ++j)
+          sm90::tma_prefetch_3d(kv_map, 128 * h + 64 * j, 0, ahead);
+    }
     if (tma && fills_page(job, it)) {
       sm90::mbarrier_wait(raw_barrier(lay, it, half), (raw_parity >> region) & 1);
       raw_parity ^= 1u << region;
