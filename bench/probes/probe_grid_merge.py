@@ -1,5 +1,5 @@
 # Split decode steps with requests merged in the decode grid (default) and
-# with MLAGEN_GRID_MERGE=0 (the reduce), in one process: same inputs, the
+# with MLAGEN_GRID_MERGE=0 MLAGEN_CLUSTER_MERGE=0 (the reduce; REF picks), in one process: same inputs, the
 # outputs compared (bit for bit where the merge order is the reduce's), then
 # the step times alternated (do_bench).
 # SHAPES="heads:batch:seq[:fp8q] ...", e.g. "128:32:4096 16:8:8192:fp8q".
@@ -26,10 +26,16 @@ def step_for(heads, batch, seq, fp8q, grid):
     lens = torch.full((batch,), seq, device="cuda", dtype=torch.int32)
     out = torch.full((batch, 1, heads, V), float("nan"), device="cuda", dtype=torch.bfloat16)
     lse = torch.full((batch, 1, heads), float("nan"), device="cuda", dtype=torch.float32)
+    # The reference plan: REF's variables set to 0 (default: no grid and no
+    # cluster merge, so the reduce; "MLAGEN_CLUSTER_MERGE" alone compares a
+    # cluster merge with the grid's).
+    ref = os.environ.get("REF", "MLAGEN_GRID_MERGE MLAGEN_CLUSTER_MERGE").split()
     if not grid:
-        os.environ["MLAGEN_GRID_MERGE"] = "0"
+        for name in ref:
+            os.environ[name] = "0"
     plan = mlagen.DecodePlan(kernel, batch, max_seq_len=seq).update([seq] * batch)
-    os.environ.pop("MLAGEN_GRID_MERGE", None)
+    for name in ref:
+        os.environ.pop(name, None)
     step = lambda: kernel.decode(q, kv, out, table, lens, plan, 1 / math.sqrt(192), lse=lse,
                                  kv_scale=1 / 16 if fp8q else 1.0, q_scale=1 / 32 if fp8q else 1.0)
     return step, out, lse, plan
