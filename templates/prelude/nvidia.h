@@ -366,18 +366,18 @@ MLAGEN_DEVICE void tma_load_3d(u32 dst, const void *map, int c0, int c1, int c2,
                "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
                : "memory");
 }
-// Brings the box at (c0, c1, c2) of a tensor into L2, ahead of its copy.
-MLAGEN_DEVICE void tma_prefetch_3d(const void *map, int c0, int c1, int c2) {
-  asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];" ::"l"(map), "r"(c0), "r"(c1),
-               "r"(c2)
-               : "memory");
-}
 // The same with an L2 policy (createpolicy) on the copy's reads.
 MLAGEN_DEVICE void tma_load_3d(u32 dst, const void *map, int c0, int c1, int c2, u32 bar,
                                unsigned long long policy) {
   asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
                " [%0], [%1, {%2, %3, %4}], [%5], %6;" ::"r"(dst),
                "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "l"(policy)
+               : "memory");
+}
+// Brings the box at (c0, c1, c2) of a tensor into L2, ahead of its copy.
+MLAGEN_DEVICE void tma_prefetch_3d(const void *map, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.prefetch.tensor.3d.L2.global.tile [%0, {%1, %2, %3}];" ::"l"(map), "r"(c0), "r"(c1),
+               "r"(c2)
                : "memory");
 }
 // Makes shared memory written through the generic proxy (ordinary stores,
