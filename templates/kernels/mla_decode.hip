@@ -1087,14 +1087,15 @@ constexpr int kRowFloats = kConsumerRowFloats * kPSlabs + (kSplitQuery ? kRowsN 
 // of a request's pair stage their normalised O and row LSEs (a part) in
 // their stage buffers; each copies the half of its part that the other
 // writes into the other's receive area, a region of its own so that the
-// copy need not wait for the other's products, and arrives on the other's
-// merge_recv.
+// copy need not wait for the other's products, in st.async stores that
+// count their bytes on the other's merge_recv.
 constexpr int kPartBytes = kRowsN * kOutStride * 4 + kRowsN * 4;
 static_assert(kClusterParts == 1 || (kClusterParts == 2 && kWarpgroupDecode && kRowsN == 16 && !kSplitStages &&
                                      (kFP8Operands || !kCacheFP8)),
               "cluster merging: pairs, on the 16-row wgmma kernels whose tiles bypass L1");
 static_assert(kPartBytes <= kStages * kStageBytes, "a part is staged in the stage buffers");
 constexpr int kMergeBytes = kClusterParts > 1 ? kPartBytes + 8 : 0; // receive area, merge_recv
+constexpr u32 kReceivedBytes = (kRowsN * kHeadDimV / 2 + kRowsN) * 4; // half the partner's rows, its LSEs
 constexpr int kSharedBytesUsed =
     1024 + kQBytes + kStages * kStageBytes + kPSlabs * kPBytes + 4 * kRowFloats + 8 * kNumBarriers + kMergeBytes;
 static_assert(!kWarpgroupDecode || kSharedBytesUsed <= kSharedBytes, "tiles exceed kSharedBytes");
@@ -1705,29 +1706,44 @@ MLAGEN_DEVICE void finish_rows(const Job &job, const Output &output, const Layou
 }
 
 // One consumer's normalised O rows, staged in shared memory (fp32, rows of
-// kOutStride), written in 16-byte pieces.
+// kOutStride), written in 16-byte pieces (8-byte for 16-bit out).
 MLAGEN_DEVICE void write_staged(const Job &job, const Output &output, const float *staged, int warp, int lane) {
+  constexpr int kPieces = kRowsN * kHeadDimV / 4 / 128;
+  static_assert(kPieces == kRowsN, "a thread writes one piece of each row");
   sm90::named_barrier_sync(1, 128);
-  const int tid = warp * 32 + lane;
+  const int col = 4 * (warp * 32 + lane);
+  if (output.slot < 0) {
+    // Final rows: every load, then every store. A load, a store and the
+    // branches around them in turn put each load's latency on the block's
+    // end (H200, B128 H16 fp8: 0.7 us a step).
+    Float4 v[kPieces];
 #pragma unroll
-  for (int i = 0; i < kRowsN * kHeadDimV / 4 / 128; ++i) {
-    const int idx = tid + 128 * i;
-    const int r = idx / (kHeadDimV / 4);
-    const int col = idx % (kHeadDimV / 4) * 4;
-    const int g = job.row0 + r;
-    if (!is_real_row(g))
+    for (int r = 0; r < kPieces; ++r)
+      v[r] = *reinterpret_cast<const Float4 *>(staged + r * kOutStride + col);
+#pragma unroll
+    for (int r = 0; r < kPieces; ++r)
+      if (is_real_row(job.row0 + r))
+        output.row(job.row0 + r).store4(col, v[r].x, v[r].y, v[r].z, v[r].w);
+    return;
+  }
+  // Partials in turn: loaded all first they cost B32 H16 fp8 (the steps
+  // that write partials) 1 us.
+#pragma unroll
+  for (int r = 0; r < kPieces; ++r) {
+    if (!is_real_row(job.row0 + r))
       continue;
     const Float4 v = *reinterpret_cast<const Float4 *>(staged + r * kOutStride + col);
-    output.row(g).store4(col, v.x, v.y, v.z, v.w);
+    output.row(job.row0 + r).store4(col, v.x, v.y, v.z, v.w);
   }
 }
 
 // A merge pair's block with its part staged (O rows normalised, fp32,
 // then the row LSEs). Each block writes half of the columns: it copies the
-// other half of its part, with its LSEs, into the partner's receive area,
-// waits for the partner's copy, adds the two by LSE as
-// mlagen_decode_reduce would (the leader's part first) and writes its
-// half. Halving the copy and the writes of the block that finishes last
+// other half of its part, with its LSEs, into the partner's receive area
+// (st.async: the bytes complete the partner's merge_recv, with no release
+// fence or arrival to wait for), waits for the partner's copy, adds the
+// two by LSE as mlagen_decode_reduce would (the leader's part first) and
+// writes its half. Halving the copy and the writes of the block that finishes last
 // shortens the pair's end (B64 H16 bf16: see bench/notes/decode-wgmma.md).
 // A block leaves only after its partner's copy has arrived, so no copy
 // lands in a block that has gone.
@@ -1743,44 +1759,61 @@ MLAGEN_DEVICE void merge_in_cluster(const Job &job, const Output &output, const 
   const u32 partner = sm90::cluster_rank() + (rank == 0 ? 1 : -1);
   const u32 to = sm90::cluster_address(lay.received(), partner);
   sm90::cluster_wait(); // the partner has started: its merge_recv exists
+  const u32 to_bar = sm90::cluster_address(lay.merge_recv(), partner);
   const int col = 4 * (tid % kHalfQuads);
   const int send_col = col + (rank == 0 ? kHeadDimV / 2 : 0);
+  constexpr int kPasses = kRowsN / kRowsPerPass;
+  Float4 sent[kPasses];
 #pragma unroll
-  for (int i = 0; i < kRowsN / kRowsPerPass; ++i) {
+  for (int i = 0; i < kPasses; ++i)
+    sent[i] = *reinterpret_cast<const Float4 *>(own + (kRowsPerPass * i + tid / kHalfQuads) * kOutStride + send_col);
+#pragma unroll
+  for (int i = 0; i < kPasses; ++i) {
     const int r = kRowsPerPass * i + tid / kHalfQuads;
-    const Float4 v = *reinterpret_cast<const Float4 *>(own + r * kOutStride + send_col);
-    sm90::store_remote_f32x4(to + (r * kOutStride + send_col) * 4, v.x, v.y, v.z, v.w);
+    sm90::store_async_f32x4(to + (r * kOutStride + send_col) * 4, sent[i].x, sent[i].y, sent[i].z, sent[i].w, to_bar);
   }
   if (tid < kRowsN / 4) {
     const Float4 v = *reinterpret_cast<const Float4 *>(own_lse + 4 * tid);
-    sm90::store_remote_f32x4(to + (kRowsN * kOutStride + 4 * tid) * 4, v.x, v.y, v.z, v.w);
+    sm90::store_async_f32x4(to + (kRowsN * kOutStride + 4 * tid) * 4, v.x, v.y, v.z, v.w, to_bar);
   }
-  sm90::mbarrier_arrive_remote(sm90::cluster_address(lay.merge_recv(), partner));
   sm90::mbarrier_wait<true>(lay.merge_recv(), 0);
   const float *received = own + (lay.received() - lay.kv) / 4; // own is lay.kv's part
   const float *leader = rank == 0 ? own : received, *second = rank == 0 ? received : own;
   const float *leader_lse = rank == 0 ? own_lse : received + kRowsN * kOutStride;
   const float *second_lse = rank == 0 ? received + kRowsN * kOutStride : own_lse;
   const int own_col = col + (rank == 0 ? 0 : kHeadDimV / 2);
+  // The rows' weights, then every load, then the stores (as write_staged).
+  float w0[kPasses], w1[kPasses], scale[kPasses];
 #pragma unroll
-  for (int i = 0; i < kRowsN / kRowsPerPass; ++i) {
+  for (int i = 0; i < kPasses; ++i) {
     const int r = kRowsPerPass * i + tid / kHalfQuads;
     const int g = job.row0 + r;
     const float lse0 = leader_lse[r], lse1 = second_lse[r];
     const float max_lse = max_float(lse0, lse1);
     // Both parts empty (no key visible): weights 0, output 0, lse -inf.
     const float shift = max_lse == kNegInf ? 0.0f : max_lse * kLog2e;
-    const float w0 = exp2_approx(lse0 * kLog2e - shift), w1 = exp2_approx(lse1 * kLog2e - shift);
-    const float weight = w0 + w1;
-    const float scale = weight > 0.0f ? 1.0f / weight : 0.0f;
-    const Float4 a = *reinterpret_cast<const Float4 *>(leader + r * kOutStride + own_col);
-    const Float4 b = *reinterpret_cast<const Float4 *>(second + r * kOutStride + own_col);
-    if (!is_real_row(g))
-      continue;
-    output.row(g).store4(own_col, fma_float(w0, a.x, w1 * b.x) * scale, fma_float(w0, a.y, w1 * b.y) * scale,
-                         fma_float(w0, a.z, w1 * b.z) * scale, fma_float(w0, a.w, w1 * b.w) * scale);
-    if (rank == 0 && tid % kHalfQuads == 0)
+    w0[i] = exp2_approx(lse0 * kLog2e - shift);
+    w1[i] = exp2_approx(lse1 * kLog2e - shift);
+    const float weight = w0[i] + w1[i];
+    scale[i] = weight > 0.0f ? 1.0f / weight : 0.0f;
+    if (rank == 0 && tid % kHalfQuads == 0 && is_real_row(g))
       output.store_lse(g, weight > 0.0f ? max_lse + log2_approx(weight) * kLn2 : kNegInf);
+  }
+  Float4 a[kPasses], b[kPasses];
+#pragma unroll
+  for (int i = 0; i < kPasses; ++i) {
+    const int r = kRowsPerPass * i + tid / kHalfQuads;
+    a[i] = *reinterpret_cast<const Float4 *>(leader + r * kOutStride + own_col);
+    b[i] = *reinterpret_cast<const Float4 *>(second + r * kOutStride + own_col);
+  }
+#pragma unroll
+  for (int i = 0; i < kPasses; ++i) {
+    const int g = job.row0 + kRowsPerPass * i + tid / kHalfQuads;
+    if (is_real_row(g))
+      output.row(g).store4(own_col, fma_float(w0[i], a[i].x, w1[i] * b[i].x) * scale[i],
+                           fma_float(w0[i], a[i].y, w1[i] * b[i].y) * scale[i],
+                           fma_float(w0[i], a[i].z, w1[i] * b[i].z) * scale[i],
+                           fma_float(w0[i], a[i].w, w1[i] * b[i].w) * scale[i]);
   }
 }
 
@@ -2952,8 +2985,10 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
       if (kSplitStages)
         sm90::mbarrier_init(lay.empty(st, 1), 4);
     }
-    if (kClusterParts > 1) // the other block's 128 consumer threads arrive
-      sm90::mbarrier_init(lay.merge_recv(), 128);
+    if (kClusterParts > 1) { // the other block's copy lands (merge_in_cluster)
+      sm90::mbarrier_init(lay.merge_recv(), 1);
+      sm90::mbarrier_arrive_expect_tx(lay.merge_recv(), kReceivedBytes);
+    }
     sm90::mbarrier_init_fence();
   }
   block_barrier();

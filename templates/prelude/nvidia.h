@@ -427,13 +427,14 @@ MLAGEN_DEVICE u32 cluster_address(u32 addr, u32 rank) {
 // waits first, so that the other block has started and its barriers exist.
 MLAGEN_DEVICE void cluster_arrive() { asm volatile("barrier.cluster.arrive.release;" ::: "memory"); }
 MLAGEN_DEVICE void cluster_wait() { asm volatile("barrier.cluster.wait.acquire;" ::: "memory"); }
-// Arrival on a barrier of another block (`bar` from cluster_address),
-// ordered after this thread's earlier stores to that block.
-MLAGEN_DEVICE void mbarrier_arrive_remote(u32 bar) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-MLAGEN_DEVICE void store_remote_f32x4(u32 addr, float x, float y, float z, float w) {
-  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(addr), "f"(x), "f"(y), "f"(z), "f"(w)
+// A store into another block's shared memory that counts its 16 bytes on
+// that block's barrier `bar` (both from cluster_address) once it lands: no
+// release fence, no arrival; the barrier's phase waits for the bytes
+// (mbarrier_expect_tx) and its waiter sees them.
+MLAGEN_DEVICE void store_async_f32x4(u32 addr, float x, float y, float z, float w, u32 bar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];" ::"r"(
+                   addr),
+               "f"(x), "f"(y), "f"(z), "f"(w), "r"(bar)
                : "memory");
 }
 
