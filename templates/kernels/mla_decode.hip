@@ -1096,6 +1096,7 @@ static_assert(kClusterParts == 1 || (kClusterParts == 2 && kWarpgroupDecode && k
 static_assert(kPartBytes <= kStages * kStageBytes, "a part is staged in the stage buffers");
 constexpr int kMergeBytes = kClusterParts > 1 ? kPartBytes + 8 : 0; // receive area, merge_recv
 constexpr u32 kReceivedBytes = (kRowsN * kHeadDimV / 2 + kRowsN) * 4; // half the partner's rows, its LSEs
+static_assert(kReceivedBytes <= kPartBytes, "the partner's half lands in the receive area");
 constexpr int kSharedBytesUsed =
     1024 + kQBytes + kStages * kStageBytes + kPSlabs * kPBytes + 4 * kRowFloats + 8 * kNumBarriers + kMergeBytes;
 static_assert(!kWarpgroupDecode || kSharedBytesUsed <= kSharedBytes, "tiles exceed kSharedBytes");
@@ -1743,8 +1744,9 @@ MLAGEN_DEVICE void write_staged(const Job &job, const Output &output, const floa
 // (st.async: the bytes complete the partner's merge_recv, with no release
 // fence or arrival to wait for), waits for the partner's copy, adds the
 // two by LSE as mlagen_decode_reduce would (the leader's part first) and
-// writes its half. Halving the copy and the writes of the block that finishes last
-// shortens the pair's end (B64 H16 bf16: see bench/notes/decode-wgmma.md).
+// writes its half. Halving the copy and the writes of the block that
+// finishes last shortens the pair's end (B64 H16 bf16: see
+// bench/notes/decode-wgmma.md).
 // A block leaves only after its partner's copy has arrived, so no copy
 // lands in a block that has gone.
 MLAGEN_DEVICE void merge_in_cluster(const Job &job, const Output &output, const Layout &lay, const float *own,
@@ -1763,15 +1765,15 @@ MLAGEN_DEVICE void merge_in_cluster(const Job &job, const Output &output, const 
   const int col = 4 * (tid % kHalfQuads);
   const int send_col = col + (rank == 0 ? kHeadDimV / 2 : 0);
   constexpr int kPasses = kRowsN / kRowsPerPass;
+  auto row_of = [&](int pass) { return kRowsPerPass * pass + tid / kHalfQuads; }; // this thread's row
   Float4 sent[kPasses];
 #pragma unroll
   for (int i = 0; i < kPasses; ++i)
-    sent[i] = *reinterpret_cast<const Float4 *>(own + (kRowsPerPass * i + tid / kHalfQuads) * kOutStride + send_col);
+    sent[i] = *reinterpret_cast<const Float4 *>(own + row_of(i) * kOutStride + send_col);
 #pragma unroll
-  for (int i = 0; i < kPasses; ++i) {
-    const int r = kRowsPerPass * i + tid / kHalfQuads;
-    sm90::store_async_f32x4(to + (r * kOutStride + send_col) * 4, sent[i].x, sent[i].y, sent[i].z, sent[i].w, to_bar);
-  }
+  for (int i = 0; i < kPasses; ++i)
+    sm90::store_async_f32x4(to + (row_of(i) * kOutStride + send_col) * 4, sent[i].x, sent[i].y, sent[i].z,
+                            sent[i].w, to_bar);
   if (tid < kRowsN / 4) {
     const Float4 v = *reinterpret_cast<const Float4 *>(own_lse + 4 * tid);
     sm90::store_async_f32x4(to + (kRowsN * kOutStride + 4 * tid) * 4, v.x, v.y, v.z, v.w, to_bar);
@@ -1786,7 +1788,7 @@ MLAGEN_DEVICE void merge_in_cluster(const Job &job, const Output &output, const 
   float w0[kPasses], w1[kPasses], scale[kPasses];
 #pragma unroll
   for (int i = 0; i < kPasses; ++i) {
-    const int r = kRowsPerPass * i + tid / kHalfQuads;
+    const int r = row_of(i);
     const int g = job.row0 + r;
     const float lse0 = leader_lse[r], lse1 = second_lse[r];
     const float max_lse = max_float(lse0, lse1);
@@ -1802,13 +1804,12 @@ MLAGEN_DEVICE void merge_in_cluster(const Job &job, const Output &output, const 
   Float4 a[kPasses], b[kPasses];
 #pragma unroll
   for (int i = 0; i < kPasses; ++i) {
-    const int r = kRowsPerPass * i + tid / kHalfQuads;
-    a[i] = *reinterpret_cast<const Float4 *>(leader + r * kOutStride + own_col);
-    b[i] = *reinterpret_cast<const Float4 *>(second + r * kOutStride + own_col);
+    a[i] = *reinterpret_cast<const Float4 *>(leader + row_of(i) * kOutStride + own_col);
+    b[i] = *reinterpret_cast<const Float4 *>(second + row_of(i) * kOutStride + own_col);
   }
 #pragma unroll
   for (int i = 0; i < kPasses; ++i) {
-    const int g = job.row0 + kRowsPerPass * i + tid / kHalfQuads;
+    const int g = job.row0 + row_of(i);
     if (is_real_row(g))
       output.row(g).store4(own_col, fma_float(w0[i], a[i].x, w1[i] * b[i].x) * scale[i],
                            fma_float(w0[i], a[i].y, w1[i] * b[i].y) * scale[i],
