@@ -1,12 +1,14 @@
-//===- HostBench.cpp - host-side costs of the runtime (issue 4) ------------===//
+//===- HostBench.cpp - host-side costs of the runtime (issue 4) ----------===//
 //
-//   mlagen-host-bench
+//   mlagen-host-bench [--variant=SIGNATURE ...]
 //
 // Prints, for one prefill variant: a cold JIT compile (generate + NVRTC), a
 // warm load from the disk cache by a new Runtime (read + checksum; plus the
-// module load where a GPU exists), a cached-kernel lookup (getKernel on a
+// module load where a GPU exists) and a cached-kernel lookup (getKernel on a
 // memory hit; compile-only machines time compile() instead, which also
-// copies the code object), and the host time of one runPrefill launch.
+// copies the code object). Then a cold JIT of each variant the issue's decode
+// shapes run (or of each --variant given), since one prefill's compile says
+// little about a decode kernel several times its size.
 //
 //===----------------------------------------------------------------------===//
 #include "mlagen/Compiler/Pipeline.h"
@@ -17,6 +19,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <vector>
+
+#include <stdlib.h>
 
 #include <unistd.h>
 
@@ -41,7 +45,70 @@ static Status makeRuntime(const std::string &dir, BackendKind backend,
   return Runtime::create(options, out);
 }
 
-int main() {
+// The decode kernels of the issue's targets (page 64, 16 and 128 heads; bf16,
+// an fp8 cache with bf16 q, fp8 q) and the paged GQA decode, for `arch`.
+static std::vector<std::string> decodeVariants(const std::string &arch) {
+  std::vector<std::string> out;
+  for (int heads : {16, 128})
+    for (const char *types :
+         {"q=bf16 kv=bf16", "q=bf16 kv=fp8e4m3", "q=fp8e4m3 kv=fp8e4m3"})
+      out.push_back("decode qk=576 v=512 hq=" + std::to_string(heads) +
+                    " q_len=1 page=64 mask=causal lse=1 " + types +
+                    " out=bf16 arch=" + arch);
+  out.push_back("paged_decode hq=32 hkv=8 v=128 q_len=1 page=16 arch=" + arch);
+  return out;
+}
+
+// A cold compile of each variant into a cache directory of its own.
+static int coldCompiles(const std::vector<Signature> &variants,
+                        const std::string &dir) {
+  for (const Signature &sig : variants) {
+    std::unique_ptr<Runtime> fresh;
+    if (Status s = makeRuntime(dir, BackendKind::None, fresh); !s)
+      return fail(s);
+    CodeObject code;
+    auto start = Clock::now();
+    if (Status s = fresh->compile(sig, code); !s)
+      return fail(s);
+    std::printf("cold JIT compile: %8.1f ms  %7zu bytes  %s\n",
+                seconds(start) * 1e3, code.binary.size(),
+                sig.canonical().c_str());
+    std::filesystem::remove_all(dir);
+  }
+  return 0;
+}
+
+// Parses each text; an error names the first bad one.
+static Status parseAll(const std::vector<std::string> &texts,
+                       std::vector<Signature> &out) {
+  for (const std::string &text : texts) {
+    Signature sig;
+    if (Status s = parseSignature(text, sig); !s)
+      return s;
+    out.push_back(sig);
+  }
+  return Status::ok();
+}
+
+int main(int argc, char **argv) {
+  // NVRTC 12.9+ keeps compiled programs in the CUDA driver's compute cache
+  // across processes where a driver is present ("[nvrtc cache]" in its
+  // library; CUDA_CACHE_DISABLE turns it off), so a "cold" compile could
+  // time a hit of an earlier process's. Set before NVRTC's first call.
+  ::setenv("CUDA_CACHE_DISABLE", "1", /*overwrite=*/1);
+  std::vector<std::string> texts;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--variant=", 0) != 0) {
+      std::fprintf(stderr,
+                   "usage: mlagen-host-bench [--variant=SIGNATURE ...]\n");
+      return 2;
+    }
+    texts.push_back(arg.substr(10));
+  }
+  std::vector<Signature> variants;
+  if (Status s = parseAll(texts, variants); !s)
+    return fail(s);
   std::string dir = (std::filesystem::temp_directory_path() /
                      ("mlagen-host-bench-" + std::to_string(::getpid())))
                         .string();
@@ -52,8 +119,8 @@ int main() {
   bool gpu = runtime->deviceArch(arch).isOk();
   Signature sig;
   sig.arch = gpu ? arch : Arch::SM90A;
-  std::printf("backend: %s\nvariant: %s\n", runtime->backendDescription().c_str(),
-              sig.canonical().c_str());
+  std::printf("backend: %s\nvariant: %s\n",
+              runtime->backendDescription().c_str(), sig.canonical().c_str());
 
   auto start = Clock::now();
   CodeObject code;
@@ -86,7 +153,8 @@ int main() {
     return 1;
   start = Clock::now();
   for (int i = 0; i < lookups; ++i) {
-    Status s = gpu ? runtime->getKernel(sig, kernel) : runtime->compile(sig, code);
+    Status s =
+        gpu ? runtime->getKernel(sig, kernel) : runtime->compile(sig, code);
     if (!s)
       return fail(s);
   }
@@ -94,5 +162,8 @@ int main() {
               gpu ? "getKernel, memory hit" : "compile(), memory hit + copy",
               seconds(start) / lookups * 1e9);
   std::filesystem::remove_all(dir);
-  return 0;
+  if (variants.empty())
+    if (Status s = parseAll(decodeVariants(archName(sig.arch)), variants); !s)
+      return fail(s);
+  return coldCompiles(variants, dir + "-cold");
 }
