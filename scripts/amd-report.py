@@ -4,7 +4,10 @@ and prints, per code object, what its notes and ISA say: VGPRs, AGPRs, SGPRs,
 scratch (spills), the LDS the launch asks for, and the MFMA count.
 
     python3 scripts/amd-report.py [build-dir]      (default: build)
-No AMD GPU runs these: this is the compile-time evidence.
+    python3 scripts/amd-report.py --default-set [build-dir]
+The second form compiles mlagen's default set (every op's shipped variants)
+for the three archs instead and fails on any scratch or register spill in
+any of its kernels. No AMD GPU runs these: this is the compile-time evidence.
 """
 import json
 import re
@@ -13,9 +16,39 @@ import sys
 import tempfile
 from pathlib import Path
 
-build = Path(sys.argv[1] if len(sys.argv) > 1 else "build")
+args = sys.argv[1:]
+default_set = "--default-set" in args
+args = [a for a in args if a != "--default-set"]
+build = Path(args[0] if args else "build")
 mlagen = build / "bin" / "mlagen"
 tools = Path("/usr/lib/llvm-22/bin")
+
+
+def default_set_report():
+    """Every kernel of the default set for gfx90a, gfx942 and gfx950."""
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run([str(mlagen), "--arch=gfx90a,gfx942,gfx950", "-o", out], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        manifest = json.loads((Path(out) / "manifest.json").read_text())
+        bad = 0
+        print("| arch | variant | kernels | max VGPR | scratch | VGPR / SGPR spills |")
+        print("|---|---|---|---|---|---|")
+        for kernel in manifest["kernels"]:
+            notes = subprocess.run([tools / "llvm-readelf", "--notes", Path(out) / kernel["file"]],
+                                   capture_output=True, text=True, check=True).stdout
+            each = lambda key: [int(v) for v in re.findall(rf"\.{key}:\s+(\d+)", notes)]
+            scratch = each("private_segment_fixed_size")
+            spills = sum(each("vgpr_spill_count")) + sum(each("sgpr_spill_count"))
+            bad += any(scratch) or spills > 0
+            print(f"| {kernel['arch']} | {kernel['signature'].rsplit(' arch=', 1)[0]} | {len(scratch)} "
+                  f"| {max(each('vgpr_count'))} | {max(scratch)} "
+                  f"| {sum(each('vgpr_spill_count'))} / {sum(each('sgpr_spill_count'))} |")
+        print(f"\n{len(manifest['kernels'])} code objects, {bad} with scratch or spills")
+        return 1 if bad else 0
+
+
+if default_set:
+    sys.exit(default_set_report())
 variants = [f"prefill qk={qk} v=128 hq={hq} hkv={hkv} mask={mask} arch=ARCH"
             for mask in ("causal", "none") for qk in (192, 128) for hq, hkv in ((16, 16), (32, 8))]
 rows = []
