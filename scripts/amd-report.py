@@ -38,11 +38,10 @@ def default_set_report():
                                    capture_output=True, text=True, check=True).stdout
             each = lambda key: [int(v) for v in re.findall(rf"\.{key}:\s+(\d+)", notes)]
             scratch = each("private_segment_fixed_size")
-            spills = sum(each("vgpr_spill_count")) + sum(each("sgpr_spill_count"))
-            bad += any(scratch) or spills > 0
+            vgpr_spills, sgpr_spills = sum(each("vgpr_spill_count")), sum(each("sgpr_spill_count"))
+            bad += any(scratch) or vgpr_spills + sgpr_spills > 0
             print(f"| {kernel['arch']} | {kernel['signature'].rsplit(' arch=', 1)[0]} | {len(scratch)} "
-                  f"| {max(each('vgpr_count'))} | {max(scratch)} "
-                  f"| {sum(each('vgpr_spill_count'))} / {sum(each('sgpr_spill_count'))} |")
+                  f"| {max(each('vgpr_count'))} | {max(scratch)} | {vgpr_spills} / {sgpr_spills} |")
         print(f"\n{len(manifest['kernels'])} code objects, {bad} with scratch or spills")
         return 1 if bad else 0
 
