@@ -1228,8 +1228,10 @@ MLAGEN_DEVICE bool fills_page(const Job &job, int it) {
 // that frees the half (consume_rows's `free_half`), which saves the
 // hand-over to this warp. A tile that does not fill its page (an item's
 // last) is copied by the warp with cp.async, which zero-fills the rows past
-// the keys, and announced on the slab barriers once all of it has landed.
-// The consumers arrive on a half's empty barrier only for such tiles, so
+// the keys, and announced on the slab barriers once all of it has landed;
+// so is every tile of a launch without a tensor map (kv_map null), which
+// keeps one consumer path for both (a second doubled the entry's compile
+// time). The consumers arrive on a half's empty barrier only for such tiles, so
 // its phases count them: the warp waits for each in turn, and none can
 // complete twice before it waits (the consumers need the tile first).
 MLAGEN_DEVICE void produce_bulk(const Job &job, const PagedCache &cache, const void *kv_map, const Layout &lay,
@@ -1239,13 +1241,13 @@ MLAGEN_DEVICE void produce_bulk(const Job &job, const PagedCache &cache, const v
   const int s_end = half == 0 ? 4 : kSlabs;
   // The tile's page, looked up a tile ahead (lane 0).
   int page = lane == 0 && num_tiles > 0 ? cache.page_of(job.key_begin) : 0;
-  if (lane == 0)
+  if (lane == 0 && kv_map != nullptr)
     sm90::prefetch_tensor_map(kv_map);
   u32 parity = 0; // bit st: the parity of stage st's next empty phase
   for (int it = 0; it < num_tiles; ++it) {
     const u32 dst = lay.stage(it);
     const int k0 = job.key_begin + it * kTileK;
-    const bool whole = fills_page(job, it);
+    const bool whole = kv_map != nullptr && fills_page(job, it);
     if (it >= kStages) {
       if (whole)
         continue;
@@ -2486,13 +2488,10 @@ __attribute__((device)) __attribute__((noinline)) void merge_staged_pair_outline
   merge_staged_pair<kWriters>(job, output, staged, tid, [] { sm90::split_barrier_sync(kBarOut, kWriters); });
 }
 
-template <bool kValue> struct BoolConstant {
-  static constexpr bool value = kValue;
-};
-
-// kSlabBarriers (bulk copies) is a template parameter for the same reason
-// as kFewKeys: a branch between wgmmas makes ptxas serialise them (C7520).
-template <bool kFewKeys, int consumer, bool kSlabBarriers>
+// kFewKeys is a template parameter because a branch between wgmmas makes
+// ptxas serialise them (C7520). Bulk-copy kernels wait for each slab, also
+// in launches without a tensor map (produce_bulk).
+template <bool kFewKeys, int consumer, bool kSlabBarriers = kBulkTiles>
 MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const void *kv_map, const Output &output,
                                 const Layout &lay, int num_tiles, int warp, int lane, float *staged) {
   const int group = lane / 4;
@@ -2631,7 +2630,7 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
   // way when the launch has a tensor map (produce_fp8_halves).
   static_assert(!(kSlabBarriers || (kCacheFP8 && kSplitStages)) || kStages == 2,
                 "tile done + 2 goes into tile done's stage");
-  const bool refills = kSlabBarriers || (kCacheFP8 && kv_map != nullptr);
+  const bool refills = (kSlabBarriers || kCacheFP8) && kv_map != nullptr;
   int pages[2] = {0, 0};
   auto free_half = [&](int done, int half, int page) {
     const int it = done + 2;
@@ -2974,12 +2973,11 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
   float *const staged = reinterpret_cast<float *>(aligned + (lay.kv - base) / 2);
 
   const int tid = thread_index();
-  const bool bulk = kBulkTiles && kv_map != nullptr;
   if (tid == 0) {
     sm90::mbarrier_init(lay.q_full(), 128);
     for (int st = 0; st < kStages; ++st) {
       for (int sl = 0; sl < kFullPerStage; ++sl)
-        sm90::mbarrier_init(lay.full(st, sl), bulk || (kCacheFP8 && kSplitStages && sl % 4 == 1) ? 1 : 128);
+        sm90::mbarrier_init(lay.full(st, sl), kBulkTiles || (kCacheFP8 && kSplitStages && sl % 4 == 1) ? 1 : 128);
       // One arrival per consumer warp; split stages: consumer 0's warps free
       // the first half, consumer 1's the second.
       sm90::mbarrier_init(lay.empty(st), 4);
@@ -3014,7 +3012,7 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
     } else {
       if (num_tiles > 0)
         produce_q(job, cache, q, q_token_stride, q_head_stride, lay, ptid);
-      if (bulk) {
+      if (kBulkTiles) {
         if (ptid < 64)
           produce_bulk(job, cache, kv_map, lay, num_tiles, ptid / 32, ptid % 32);
       } else {
@@ -3028,19 +3026,12 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
     sm90::setmaxnreg_inc<224>();
   const int warp = tid / 32 % 4, lane = tid % 32;
   if constexpr (kSplitStages) {
-    auto run = [&](auto slab_barriers) {
-      constexpr bool kSlab = decltype(slab_barriers)::value;
-      if (tid >= 128) // the second consumer
-        num_tiles == 1 ? consume_rows<true, 1, kSlab>(job, cache, kv_map, output, lay, num_tiles, warp, lane, staged)
-                       : consume_rows<false, 1, kSlab>(job, cache, kv_map, output, lay, num_tiles, warp, lane, staged);
-      else
-        num_tiles == 1 ? consume_rows<true, 0, kSlab>(job, cache, kv_map, output, lay, num_tiles, warp, lane, staged)
-                       : consume_rows<false, 0, kSlab>(job, cache, kv_map, output, lay, num_tiles, warp, lane, staged);
-    };
-    if (bulk)
-      run(BoolConstant<kBulkTiles>());
+    if (tid >= 128) // the second consumer
+      num_tiles == 1 ? consume_rows<true, 1>(job, cache, kv_map, output, lay, num_tiles, warp, lane, staged)
+                     : consume_rows<false, 1>(job, cache, kv_map, output, lay, num_tiles, warp, lane, staged);
     else
-      run(BoolConstant<false>());
+      num_tiles == 1 ? consume_rows<true, 0>(job, cache, kv_map, output, lay, num_tiles, warp, lane, staged)
+                     : consume_rows<false, 0>(job, cache, kv_map, output, lay, num_tiles, warp, lane, staged);
   } else if constexpr (kFP8Operands) {
     if (kPairedTiles && tid >= 128)
       consume_fp8<1>(job, q, q_token_stride, q_head_stride, output, lay, num_tiles, warp, lane, staged);
