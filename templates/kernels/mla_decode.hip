@@ -1117,7 +1117,17 @@ typedef sm90::Wgmma<MmaElem, kRowsN> WgmmaO;
 // consumers' row maxima and totals published) and kBarHanded (consumer 1's
 // share of O staged).
 // kBarQuery: both consumers' split of q (kSplitQuery) stored.
-enum { kBarPair = 3, kBarHanded = 4, kBarOut = 6, kBarScale0 = 7, kBarScale1 = 8, kBarPa = 9, kBarPb = 10, kBarQuery = 11 };
+enum {
+  kBarPair = 3,
+  kBarHanded = 4,
+  kBarOut = 6,
+  kBarScale0 = 7,
+  kBarScale1 = 8,
+  kBarPa = 9,
+  kBarPb = 10,
+  kBarQuery = 11,
+  kBarResidue = 13, // consumer 0's copy of P_a's residue is whole (one-tile items)
+};
 
 struct Layout {
   u32 q, kv, p;
@@ -2361,14 +2371,12 @@ MLAGEN_DEVICE void store_rows_p(u32 slab, u32 residue_slab, const float (&s)[32]
 
 // S (probabilities) as A fragments: accumulator groups 2 ps and 2 ps + 1
 // (keys 16 ps..16 ps + 15) are the A fragment of k-step ps.
-template <bool kResidue>
 MLAGEN_DEVICE void pack_rows_p(u32 (&p)[4][4], const float (&s)[32]) {
 #pragma unroll
   for (int ps = 0; ps < 4; ++ps)
 #pragma unroll
     for (int j = 0; j < 4; ++j)
-      p[ps][j] = kResidue ? rounding_residue<MmaElem>(s[8 * ps + 2 * j], s[8 * ps + 2 * j + 1], p[ps][j])
-                          : pack2<MmaElem>(s[8 * ps + 2 * j], s[8 * ps + 2 * j + 1]);
+      p[ps][j] = pack2<MmaElem>(s[8 * ps + 2 * j], s[8 * ps + 2 * j + 1]);
 }
 
 // Staged fp32 rows (kOutStride apart) out by kWriters threads, 16 bytes a
@@ -2488,12 +2496,17 @@ __attribute__((device)) __attribute__((noinline)) void merge_staged_pair_outline
   merge_staged_pair<kWriters>(job, output, staged, tid, [] { sm90::split_barrier_sync(kBarOut, kWriters); });
 }
 
-// kFewKeys is a template parameter because a branch between wgmmas makes
-// ptxas serialise them (C7520). Bulk-copy kernels wait for each slab, also
-// in launches without a tensor map (produce_bulk).
-template <bool kFewKeys, int consumer, bool kSlabBarriers = kBulkTiles>
+// Bulk-copy kernels wait for each slab, also in launches without a tensor
+// map (produce_bulk). An item of one tile (`one_tile`) also multiplies P's
+// rounding residue (see `consume`). One body serves all items (one body per
+// case doubled the entry's compile time): the residue's products come after
+// the loop, out of its way. Inside the loop, products in a branch made
+// ptxas serialise every product (C7520) or inject warpgroup arrivals
+// (C7519); a wait in one serialises them too (C7515).
+template <int consumer, bool kSlabBarriers = kBulkTiles>
 MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const void *kv_map, const Output &output,
                                 const Layout &lay, int num_tiles, int warp, int lane, float *staged) {
+  const bool one_tile = num_tiles == 1;
   const int group = lane / 4;
   const int quad = lane % 4;
   const int row0 = 16 * warp + group; // this thread's rows: row0 and row0 + 8
@@ -2554,13 +2567,13 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
   };
   auto nothing = [] {};
   // O += P V over this consumer's 256 columns of tile it: P from registers.
-  auto pv_registers = [&](int it) {
+  auto pv_registers = [&](const u32(&a_frag)[4][4], int it) {
     const u64 v_desc = sm90::smem_desc_sw128(lay.stage(it), kSlabBytes); // LBO: next 64 columns
 #pragma unroll
     for (int ps = 0; ps < 4; ++ps)
 #pragma unroll
       for (int c = 0; c < 2; ++c)
-        WgmmaRowO::rs<1>(o[c], p[ps], v_desc + ((consumer * 4 + 2 * c) * kSlabBytes + ps * 16 * 128) / 16, 1);
+        WgmmaRowO::rs<1>(o[c], a_frag[ps], v_desc + ((consumer * 4 + 2 * c) * kSlabBytes + ps * 16 * 128) / 16, 1);
   };
   // The same with P from a shared slab.
   auto pv_shared = [&](int it, u64 a_desc) {
@@ -2655,7 +2668,10 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
   // Consumer 0: P_a (times `scale`) into slab 8 of a's stage, for
   // consumer 1.
   auto store_pa = [&](int a, const float (&scale)[2]) {
-    store_rows_p<kFewKeys>(lay.stage(a) + 8 * kSlabBytes, lay.residue(), s, scale, row0, quad);
+    if (one_tile)
+      store_rows_p<true>(lay.stage(a) + 8 * kSlabBytes, lay.residue(), s, scale, row0, quad);
+    else
+      store_rows_p<false>(lay.stage(a) + 8 * kSlabBytes, lay.residue(), s, scale, row0, quad);
     sm90::fence_proxy_async(); // P_a is read by wgmma (the async proxy)
     sm90::split_barrier_arrive(kBarPa, kConsumerThreads);
   };
@@ -2722,20 +2738,11 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
       for (int r = 0; r < 2; ++r)
         sum[r] = sum[r] * alpha_a[r] + tile_sum[r];
       rescale(alpha_a);
-      pack_rows_p<false>(p, s);
+      pack_rows_p(p, s);
       sm90::fence_array(o);
       sm90::wgmma_fence();
-      pv_registers(a);
+      pv_registers(p, a);
       sm90::wgmma_commit();
-      if (kFewKeys) { // one tile: P's rounding residue too
-        sm90::wgmma_wait<0>();
-        sm90::fence_array(o);
-        sm90::fence_array(p);
-        pack_rows_p<true>(p, s);
-        sm90::wgmma_fence();
-        pv_registers(a);
-        sm90::wgmma_commit();
-      }
       if (kUnscaledPa) {
         const float one[2] = {1.0f, 1.0f};
         store_pa(a, one);
@@ -2793,7 +2800,7 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
       float alpha_b[2] = {1.0f, 1.0f}, tile_sum[2] = {0.0f, 0.0f};
       if (has_b) {
         publish_b(b, max_a, alpha_b, tile_sum);
-        pack_rows_p<false>(p, s);
+        pack_rows_p(p, s);
       } else {
 #pragma unroll
         for (int ps = 0; ps < 4; ++ps)
@@ -2809,14 +2816,12 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
       sm90::fence_array(o);
       sm90::wgmma_fence();
       pv_shared(a, sm90::smem_desc_sw128(lay.stage(a) + 8 * kSlabBytes, 16));
-      if (kFewKeys)
-        pv_shared(a, sm90::smem_desc_sw128(lay.residue(), 16));
       sm90::wgmma_commit();
       sm90::wgmma_wait<0>(); // P_a V_a[R] done
       sm90::fence_array(o);
-      if (has_b || kFewKeys) // (one-tile items have no b)
+      if (has_b)
         free_half(a, 1, pages[0]);
-      if (!kFewKeys) {
+      {
 #pragma unroll
         for (int r = 0; r < 2; ++r)
           sum[r] = sum[r] * alpha_b[r] + tile_sum[r];
@@ -2824,7 +2829,7 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
         sm90::fence_array(o);
         sm90::fence_array(p);
         sm90::wgmma_fence();
-        pv_registers(has_b ? b : a); // without b, P is zero: adds nothing
+        pv_registers(p, has_b ? b : a); // without b, P is zero: adds nothing
         sm90::wgmma_commit();
         sm90::wgmma_wait<0>();
         sm90::fence_array(o);
@@ -2851,10 +2856,10 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
           sum[r] = sum[r] * alpha[r] + tile_sum[r];
         }
         rescale(alpha);
-        pack_rows_p<false>(p, s);
+        pack_rows_p(p, s);
         sm90::fence_array(o);
         sm90::wgmma_fence();
-        pv_registers(b);
+        pv_registers(p, b);
         sm90::wgmma_commit();
       } else {
 #pragma unroll
@@ -2866,8 +2871,6 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
       sm90::fence_array(o);
       sm90::wgmma_fence();
       pv_shared(a, sm90::smem_desc_sw128(lay.stage(a) + 8 * kSlabBytes, 16));
-      if (kFewKeys)
-        pv_shared(a, sm90::smem_desc_sw128(lay.residue(), 16));
       sm90::wgmma_commit();
       sm90::wgmma_wait<1>(); // P_b V_b (from registers) done
       sm90::fence_array(p);
@@ -2881,6 +2884,19 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
     }
   }
   sm90::wgmma_wait<0>(); // (nothing pending: for ptxas, which cannot tell)
+  if (one_tile) {
+    // P_a's rounding residue times this consumer's half of V_a: store_pa
+    // put it in shared memory (unscaled: no b). Tile 0's stage was released
+    // but no tile follows to refill it.
+    if (consumer == 0)
+      sm90::named_barrier_sync(kBarResidue, 128); // consumer 1 waited at kBarPa
+    sm90::fence_array(o);
+    sm90::wgmma_fence();
+    pv_shared(0, sm90::smem_desc_sw128(lay.residue(), 16));
+    sm90::wgmma_commit();
+    sm90::wgmma_wait<0>();
+    sm90::fence_array(o);
+  }
 
   // Row sums: this thread's keys, the quad's, then both consumers'.
 #pragma unroll
@@ -3027,11 +3043,9 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
   const int warp = tid / 32 % 4, lane = tid % 32;
   if constexpr (kSplitStages) {
     if (tid >= 128) // the second consumer
-      num_tiles == 1 ? consume_rows<true, 1>(job, cache, kv_map, output, lay, num_tiles, warp, lane, staged)
-                     : consume_rows<false, 1>(job, cache, kv_map, output, lay, num_tiles, warp, lane, staged);
+      consume_rows<1>(job, cache, kv_map, output, lay, num_tiles, warp, lane, staged);
     else
-      num_tiles == 1 ? consume_rows<true, 0>(job, cache, kv_map, output, lay, num_tiles, warp, lane, staged)
-                     : consume_rows<false, 0>(job, cache, kv_map, output, lay, num_tiles, warp, lane, staged);
+      consume_rows<0>(job, cache, kv_map, output, lay, num_tiles, warp, lane, staged);
   } else if constexpr (kFP8Operands) {
     if (kPairedTiles && tid >= 128)
       consume_fp8<1>(job, q, q_token_stride, q_head_stride, output, lay, num_tiles, warp, lane, staged);
