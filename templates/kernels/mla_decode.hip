@@ -1232,21 +1232,22 @@ MLAGEN_DEVICE bool fills_page(const Job &job, int it) {
   return k0 % kTileK == 0 && k0 + kTileK <= job.block_end;
 }
 
-// Two producer warps, one per half of a stage: lane 0 copies the first
-// kStages tiles' halves as one 64 x 64 box per slab, completing on the
-// slab's own full barrier. Later whole tiles are copied by the consumer
-// that frees the half (consume_rows's `free_half`), which saves the
-// hand-over to this warp. A tile that does not fill its page (an item's
-// last) is copied by the warp with cp.async, which zero-fills the rows past
-// the keys, and announced on the slab barriers once all of it has landed;
-// so is every tile of a launch without a tensor map (kv_map null), which
-// keeps one consumer path for both (a second doubled the entry's compile
-// time). The consumers arrive on a half's empty barrier only for such tiles, so
-// its phases count them: the warp waits for each in turn, and none can
-// complete twice before it waits (the consumers need the tile first).
+// Producer warps for each half of a stage (`copiers` of them; this is
+// number `copier`): lane 0 of the first copies the first kStages tiles'
+// halves as one 64 x 64 box per slab, completing on the slab's own full
+// barrier. Later whole tiles are copied by the consumer that frees the half
+// (consume_rows's `free_half`), which saves the hand-over to this warp. A
+// tile that does not fill its page (an item's last) is copied by the warps
+// with cp.async, which zero-fills the rows past the keys, and announced on
+// the slab barriers (one arrival a warp) once all of it has landed; so is
+// every tile of a launch without a tensor map (kv_map null: two warps a
+// half), which keeps one consumer path for both (a second doubled the
+// entry's compile time). The consumers arrive on a half's empty barrier
+// only for such tiles, so its phases count them: the warps wait for each in
+// turn, and none can complete twice before they wait (the consumers need
+// the tile first).
 MLAGEN_DEVICE void produce_bulk(const Job &job, const PagedCache &cache, const void *kv_map, const Layout &lay,
-                                int num_tiles, int warp, int lane) {
-  const int half = warp;
+                                int num_tiles, int half, int copier, int copiers, int lane) {
   const int s_begin = half == 0 ? 0 : 4;
   const int s_end = half == 0 ? 4 : kSlabs;
   // The tile's page, looked up a tile ahead (lane 0).
@@ -1274,11 +1275,16 @@ MLAGEN_DEVICE void produce_bulk(const Job &job, const PagedCache &cache, const v
         }
       }
     } else {
+      // A tile spans at most two pages: both looked up once (a lookup a row
+      // kept the copies waiting on one table load after another).
+      const int first_page = cache.page_of(k0);
+      const int last_page = cache.page_of(min_int(k0 + kTileK, job.block_end) - 1);
       const int chunk = lane % 8;
-      for (int r = lane / 8; r < kTileK; r += 4) {
+      for (int r = lane / 8 + 4 * copier; r < kTileK; r += 4 * copiers) {
         const int key = k0 + r;
         const bool valid = key < job.block_end;
-        const u16 *src = (valid ? cache.row(cache.page_of(key), key) : cache.base) + chunk * 8;
+        const int pg = (unsigned)key / kPageSize == (unsigned)k0 / kPageSize ? first_page : last_page;
+        const u16 *src = (valid ? cache.row(pg, key) : cache.base) + chunk * 8;
         for (int s = s_begin; s < s_end; ++s)
           nv::cp_async_16(dst + s * kSlabBytes + swizzled(r, chunk), valid ? src + s * 64 : src, valid);
       }
@@ -2991,9 +2997,11 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
   const int tid = thread_index();
   if (tid == 0) {
     sm90::mbarrier_init(lay.q_full(), 128);
+    // Bulk tiles: one arrival a copier warp (produce_bulk); else a thread's.
+    const int arrivals = kBulkTiles ? (kv_map != nullptr ? 1 : 2) : 128;
     for (int st = 0; st < kStages; ++st) {
       for (int sl = 0; sl < kFullPerStage; ++sl)
-        sm90::mbarrier_init(lay.full(st, sl), kBulkTiles || (kCacheFP8 && kSplitStages && sl % 4 == 1) ? 1 : 128);
+        sm90::mbarrier_init(lay.full(st, sl), kCacheFP8 && kSplitStages && sl % 4 == 1 ? 1 : arrivals);
       // One arrival per consumer warp; split stages: consumer 0's warps free
       // the first half, consumer 1's the second.
       sm90::mbarrier_init(lay.empty(st), 4);
@@ -3029,8 +3037,9 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
       if (num_tiles > 0)
         produce_q(job, cache, q, q_token_stride, q_head_stride, lay, ptid);
       if (kBulkTiles) {
-        if (ptid < 64)
-          produce_bulk(job, cache, kv_map, lay, num_tiles, ptid / 32, ptid % 32);
+        const int copiers = kv_map != nullptr ? 1 : 2; // warps a half
+        if (ptid < 64 * copiers)
+          produce_bulk(job, cache, kv_map, lay, num_tiles, ptid / 32 % 2, ptid / 64, copiers, ptid % 32);
       } else {
         produce(job, cache, lay, num_tiles, ptid);
       }
