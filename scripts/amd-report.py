@@ -24,6 +24,13 @@ mlagen = build / "bin" / "mlagen"
 tools = Path("/usr/lib/llvm-22/bin")
 
 
+def note_reader(obj):
+    """key -> each value of `key` in the code object's AMDGPU notes (one a kernel)."""
+    notes = subprocess.run([tools / "llvm-readelf", "--notes", obj], capture_output=True, text=True,
+                           check=True).stdout
+    return lambda key: [int(v) for v in re.findall(rf"\.{key}:\s+(\d+)", notes)]
+
+
 def default_set_report():
     """Every kernel of the default set for gfx90a, gfx942 and gfx950."""
     with tempfile.TemporaryDirectory() as out:
@@ -34,9 +41,7 @@ def default_set_report():
         print("| arch | variant | kernels | max VGPR | scratch | VGPR / SGPR spills |")
         print("|---|---|---|---|---|---|")
         for kernel in manifest["kernels"]:
-            notes = subprocess.run([tools / "llvm-readelf", "--notes", Path(out) / kernel["file"]],
-                                   capture_output=True, text=True, check=True).stdout
-            each = lambda key: [int(v) for v in re.findall(rf"\.{key}:\s+(\d+)", notes)]
+            each = note_reader(Path(out) / kernel["file"])
             scratch = each("private_segment_fixed_size")
             vgpr_spills, sgpr_spills = sum(each("vgpr_spill_count")), sum(each("sgpr_spill_count"))
             bad += any(scratch) or vgpr_spills + sgpr_spills > 0
@@ -60,15 +65,14 @@ for arch, compiler in (("gfx90a", "hiprtc"), ("gfx942", "clang"), ("gfx950", "cl
         manifest = json.loads((Path(out) / "manifest.json").read_text())
         for kernel in manifest["kernels"]:
             obj = Path(out) / kernel["file"]
-            notes = subprocess.run([tools / "llvm-readelf", "--notes", obj], capture_output=True,
-                                   text=True, check=True).stdout
             isa = subprocess.run([tools / "llvm-objdump", "-d", f"--mcpu={arch}", obj],
                                  capture_output=True, text=True, check=True).stdout
-            note = lambda key: int(re.search(rf"\.{key}:\s+(\d+)", notes).group(1))
+            values = note_reader(obj)
+            note = lambda key: values(key)[0]
             sig = kernel["signature"]
             row = dict(arch=arch, compiler=compiler,
                        variant=re.sub(r" window.*", "", sig.replace("prefill ", "")),
-                       vgpr=note("vgpr_count"), agpr=note("agpr_count") if "agpr_count" in notes else 0,
+                       vgpr=note("vgpr_count"), agpr=(values("agpr_count") or [0])[0],
                        sgpr=note("sgpr_count"), scratch=note("private_segment_fixed_size"),
                        lds=kernel["shared_bytes"], mfma=isa.count("v_mfma"))
             failed |= row["scratch"] != 0 or row["mfma"] == 0

@@ -2502,14 +2502,14 @@ __attribute__((device)) __attribute__((noinline)) void merge_staged_pair_outline
   merge_staged_pair<kWriters>(job, output, staged, tid, [] { sm90::split_barrier_sync(kBarOut, kWriters); });
 }
 
-// Bulk-copy kernels wait for each slab, also in launches without a tensor
-// map (produce_bulk). An item of one tile (`one_tile`) also multiplies P's
+// Bulk-tile kernels (kBulkTiles) wait for each slab, also in launches
+// without a tensor map (produce_bulk). An item of one tile (`one_tile`) also multiplies P's
 // rounding residue (see `consume`). One body serves all items (one body per
 // case doubled the entry's compile time): the residue's products come after
 // the loop, out of its way. Inside the loop, products in a branch made
 // ptxas serialise every product (C7520) or inject warpgroup arrivals
 // (C7519); a wait in one serialises them too (C7515).
-template <int consumer, bool kSlabBarriers = kBulkTiles>
+template <int consumer>
 MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const void *kv_map, const Output &output,
                                 const Layout &lay, int num_tiles, int warp, int lane, float *staged) {
   const bool one_tile = num_tiles == 1;
@@ -2555,9 +2555,9 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
         // products in flight); cp.async copies half by half. The wgmma fence
         // after each wait is ours: one ptxas inserts after the wait's loop
         // serialises the products (C7520).
-        if (kSlabBarriers || sl == 4 * half) {
+        if (kBulkTiles || sl == 4 * half) {
           sm90::mbarrier_wait(lay.full(it % kStages, sl), parity);
-          if (!kSlabBarriers && !kCacheFP8) // fp8: the producer fenced its stores
+          if (!kBulkTiles && !kCacheFP8) // fp8: the producer fenced its stores
             sm90::fence_proxy_async(); // cp.async wrote through the generic proxy
           sm90::wgmma_fence();
         }
@@ -2647,9 +2647,9 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
   // copies it, once every warp has arrived. `page`: tile done + 2's, loaded
   // at the top of the pair (pages). An fp8 cache's raw halves come the same
   // way when the launch has a tensor map (produce_fp8_halves).
-  static_assert(!(kSlabBarriers || (kCacheFP8 && kSplitStages)) || kStages == 2,
+  static_assert(!(kBulkTiles || (kCacheFP8 && kSplitStages)) || kStages == 2,
                 "tile done + 2 goes into tile done's stage");
-  const bool refills = (kSlabBarriers || kCacheFP8) && kv_map != nullptr;
+  const bool refills = (kBulkTiles || kCacheFP8) && kv_map != nullptr;
   int pages[2] = {0, 0};
   auto free_half = [&](int done, int half, int page) {
     const int it = done + 2;
