@@ -29,8 +29,8 @@ mla.prefill @sm_90a_d64_capped qk_head_dim = 64, v_head_dim = 64, q_heads = 32, 
 // -----
 
 // sm_90a, head dim 64 in bf16 without soft cap or window: three consumer
-// warpgroups of 160 registers (192 rows, 16 warps). With a window, or fp16
-// (P's rounding residues), they spill: two, as for wider heads.
+// warpgroups of 160 registers (192 rows, 16 warps). With a window they
+// spill: two, as for wider heads; fp16 keeps two until it is timed at 192.
 // CHECK-LABEL: mla.prefill @sm_90a_d64
 //  CHECK-SAME:   tiling = <tile_q = 192, tile_k = 128, warps = 16, wave_size = 32, stages = 2, mma_m = 64, mma_n = 64, mma_k = 16>,
 // CHECK-LABEL: mla.prefill @sm_90a_d64_pinned_128

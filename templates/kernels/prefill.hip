@@ -499,12 +499,11 @@ constexpr int kQKSteps = kHeadDimQK / 16;
 constexpr int kPVSteps = kTileK / 16;
 // Q as wgmma A fragments in registers, so that S = Q K^T reads only K from
 // shared memory (its bandwidth is shared with the cp.async fills), when Q,
-// S, P and O fit in about 208 of the consumers' 240 registers and neither a
-// soft cap nor fp16 rounding residues (few-keys path) need more.
+// S, P and O fit in about 208 of the consumers' 240 registers and no soft
+// cap needs more. (fp16 kept Q in shared memory while its few-keys path
+// still multiplied P's rounding residue; not re-measured since.)
 constexpr bool kQInRegisters =
     4 * kQKSteps + kTileK / 2 + kTileK / 4 + kHeadDimV / 2 <= kConsumerRegs - 32 && kSoftCap == 0.0f && kInputBF16;
-// Rows that see at most this many keys get P's rounding residue (few_keys).
-constexpr int kFewKeys = 128;
 // wgmma N of O += P V: 128 or 64 columns; a head dim that is not a
 // multiple of 64 in one product up to 128 (80, 96, 112: narrower chunks
 // spill at 80 and 112), else in chunks of 32 or 16.
@@ -823,15 +822,13 @@ MLAGEN_DEVICE void issue_pv(float (&o)[kOChunks][kOChunkN / 2], const u32 (&p)[k
 
 // P = S (probabilities) as 16-bit A fragments: accumulator chunks 2 ps and
 // 2 ps + 1 (keys 16 ps..) are exactly the A fragment of keys 16 ps..16 ps + 15.
-// With kResidue, what that rounding lost instead (p holds the rounded P).
-template <bool kResidue, int kS>
+template <int kS>
 MLAGEN_DEVICE void pack_p(u32 (&p)[kPVSteps][4], const float (&s)[kS]) {
 #pragma unroll
   for (int ps = 0; ps < kS / 8; ++ps)
 #pragma unroll
     for (int j = 0; j < 4; ++j)
-      p[ps][j] = kResidue ? rounding_residue<Elem>(s[8 * ps + 2 * j], s[8 * ps + 2 * j + 1], p[ps][j])
-                          : pack2<Elem>(s[8 * ps + 2 * j], s[8 * ps + 2 * j + 1]);
+      p[ps][j] = pack2<Elem>(s[8 * ps + 2 * j], s[8 * ps + 2 * j + 1]);
 }
 
 using sm90::fence_array;
@@ -852,12 +849,13 @@ MLAGEN_DEVICE void turn_end(int wg) {
 // One consumer warpgroup: computes its 64 rows against the block's tiles
 // [t_begin, t_end) and only releases the others.
 //
-// Common path: S of tile j and P V of tile j - 1 are issued together; the
-// softmax of tile j runs while P V still does. Few-keys path (kResidue):
-// P V is issued twice (rounded P, then its residue) from the fp32 S kept in
-// registers, before S of the next tile; nothing overlaps, but P, S and O
-// fit the register budget.
-template <bool kResidue, bool kHalfLast>
+// S of tile j and P V of tile j - 1 are issued together; the softmax of
+// tile j runs while P V still does. P is rounded to 16 bits for P V, as
+// FlashAttention and cuDNN round it, at every row. (Rows that see at most
+// 128 keys used to multiply P's rounding residue too, in a loop of their
+// own: half of this kernel's compile time, for error no larger than the
+// peers'; bench/notes/prefill-sm90a.md.)
+template <bool kHalfLast>
 MLAGEN_DEVICE void consume(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem, const Barriers &bars,
                            int first_tile, int num_tiles, int t_begin, int t_end, int wg, int warp_in_wg,
                            int lane) {
@@ -902,24 +900,6 @@ MLAGEN_DEVICE void consume(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem,
       for (int i = 0; i < kOChunkN / 2; ++i)
         o[c][i] *= alpha[(i % 4) / 2];
   };
-  // Few-keys path: O += P V with P and then its residue; waits.
-  auto pv_with_residue = [&](u32 (&p)[kPVSteps][4], const float (&s)[kTileK / 2], u64 v_stage) {
-    pack_p<false>(p, s);
-    sm90::wgmma_fence();
-    issue_pv(o, p, v_stage);
-    sm90::wgmma_commit();
-    sm90::wgmma_wait<0>();
-    fence_array(o);
-    fence_array(p);
-    pack_p<true>(p, s);
-    sm90::wgmma_fence();
-    issue_pv(o, p, v_stage);
-    sm90::wgmma_commit();
-    sm90::wgmma_wait<0>();
-    fence_array(o);
-    fence_array(p);
-  };
-
   // A tile outside this warpgroup's rows' keys (masked for all of them) is
   // only released; with turn-taking its turn is passed on first, so that
   // every warpgroup takes num_tiles + 1 turns however few tiles it computes.
@@ -962,8 +942,7 @@ MLAGEN_DEVICE void consume(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem,
     fence_array(s);
     release_k(t_begin);
     softmax(s, rows, alpha, task, warp_rows, warp_q0 + group, (first_tile + t_begin) * kTileK, quad);
-    if (!kResidue)
-      pack_p<false>(p, s);
+    pack_p(p, s);
     // Common path: S of tile it (into acc, s or s_half) with P V of tile
     // it - 1, then tile it's softmax. A half tile's S has registers of its
     // own: written into half of s, it made ptxas serialise the products
@@ -984,7 +963,7 @@ MLAGEN_DEVICE void consume(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem,
       fence_array(p);
       release_v(it - 1);
       rescale_o(alpha);
-      pack_p<false>(p, acc); // a half tile's P: only its first kSHalfN / 16 steps
+      pack_p(p, acc); // a half tile's P: only its first kSHalfN / 16 steps
     };
     auto wait_step = [&](int it) {
       wait_full(bars.k_full(it % kStages), it);
@@ -995,21 +974,7 @@ MLAGEN_DEVICE void consume(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem,
     // kHalfLast: the last tile's step is taken apart, below.
     for (int it = t_begin + 1; it < t_end - kHalfLast; ++it) {
       wait_step(it);
-      if (kResidue) {
-        pv_with_residue(p, s, v_desc(it - 1));
-        release_v(it - 1);
-        sm90::wgmma_fence();
-        qk(s, it);
-        sm90::wgmma_commit();
-        turn_end(wg);
-        sm90::wgmma_wait<0>();
-        fence_array(s);
-        release_k(it);
-        softmax(s, rows, alpha, task, warp_rows, warp_q0 + group, (first_tile + it) * kTileK, quad);
-        rescale_o(alpha);
-      } else {
-        step(s, it);
-      }
+      step(s, it);
     }
     if (kHalfLast) {
       float s_half[kSHalfN / 2];
@@ -1020,19 +985,14 @@ MLAGEN_DEVICE void consume(const Task &task, u32 q_smem, u32 k_smem, u32 v_smem,
     wait_full(bars.v_full(last % kStages), last);
     sm90::fence_proxy_async();
     turn_begin(wg);
-    if (kResidue) {
-      pv_with_residue(p, s, v_desc(last));
-      turn_end(wg);
-    } else {
-      sm90::wgmma_fence();
-      // A half tile's P covers its first kSHalfN keys (pack_p wrote p[0 ..
-      // kSHalfN / 16); the rest of p is the previous tile's, not read).
-      issue_pv<kHalfLast ? kSHalfN / 16 : kPVSteps>(o, p, v_desc(last));
-      sm90::wgmma_commit();
-      turn_end(wg);
-      sm90::wgmma_wait<0>();
-      fence_array(o);
-    }
+    sm90::wgmma_fence();
+    // A half tile's P covers its first kSHalfN keys (pack_p wrote p[0 ..
+    // kSHalfN / 16); the rest of p is the previous tile's, not read).
+    issue_pv<kHalfLast ? kSHalfN / 16 : kPVSteps>(o, p, v_desc(last));
+    sm90::wgmma_commit();
+    turn_end(wg);
+    sm90::wgmma_wait<0>();
+    fence_array(o);
     release_v(last);
   }
   for (int it = max_int(t_begin, t_end); it < num_tiles; ++it)
@@ -1161,24 +1121,17 @@ MLAGEN_DEVICE void attend(const Task &task, const TensorMaps &maps, u16 *smem) {
   } else if (kEveryTile) {
     t_end = num_tiles;
   }
-  // Rows that see few keys weigh each heavily: add P's 16-bit rounding
-  // residue (see warp_mma), one extra P V product per tile. Any warp that
-  // warp_mma treats so (<= 64 keys) lies in a warpgroup within kFewKeys.
-  const bool few_keys = wg_q0 < seq.len_q && wg_rows.key_end(seq) - wg_rows.key_begin(seq) <= kFewKeys;
-  // Its rows see only the first half of their last tile (kHalfTiles). A
-  // warpgroup with one tile is on the few-keys path, which multiplies whole
-  // tiles, so a half tile is always a loop step's.
-  const bool half_last = kHalfTiles && !few_keys && t_end - t_begin >= 2 &&
+  // Its rows see only the first half of their last tile (kHalfTiles). The
+  // first tile's S is always whole, so a half tile is a loop step's: one
+  // tile of its own is never half.
+  const bool half_last = kHalfTiles && t_end - t_begin >= 2 &&
                          wg_rows.key_end(seq) - (first_tile + t_end - 1) * kTileK <= kTileK / 2;
-  if (few_keys)
-    consume<true, false>(task, q_smem, k_smem, v_smem, bars, first_tile, num_tiles, t_begin, t_end, wg,
-                         warp_in_wg, lane);
-  else if (half_last)
-    consume<false, true>(task, q_smem, k_smem, v_smem, bars, first_tile, num_tiles, t_begin, t_end, wg,
-                         warp_in_wg, lane);
+  if (half_last)
+    consume<true>(task, q_smem, k_smem, v_smem, bars, first_tile, num_tiles, t_begin, t_end, wg, warp_in_wg,
+                  lane);
   else
-    consume<false, false>(task, q_smem, k_smem, v_smem, bars, first_tile, num_tiles, t_begin, t_end, wg,
-                          warp_in_wg, lane);
+    consume<false>(task, q_smem, k_smem, v_smem, bars, first_tile, num_tiles, t_begin, t_end, wg, warp_in_wg,
+                   lane);
 }
 
 } // namespace warpgroup_mma

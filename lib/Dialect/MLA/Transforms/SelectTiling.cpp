@@ -51,8 +51,10 @@ LogicalResult selectTiling(PrefillOp op, std::optional<Arch> defaultArch) {
   // whose products hide more of each other's softmax, which at this
   // width costs as much as the products (FlashAttention-3 does the same;
   // H200: 0.86x -> 0.95x cuDNN at B4 S4096). A window spills there, and
-  // so do fp16's rounding residues for rows that see few keys; so does any
-  // wider head (d256: 1.9 KB), so only these take a pinned tile_q of 192.
+  // so does any wider head (d256: 1.9 KB), so only these take a pinned
+  // tile_q of 192. fp16 spilled too while its rows that see few keys
+  // multiplied P's rounding residue; since that path went (fortieth stop)
+  // it compiles without spills at 192 rows, but is not yet timed there.
   const bool narrow = op.getQkHeadDim() == 64 && vDim == 64 &&
                       op.getSoftCapValue() == 0.0f && !op.getWindowAttr() &&
                       op.getQType() == DType::BF16;
