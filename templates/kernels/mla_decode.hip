@@ -3026,9 +3026,9 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
     if (kConsumers > 1)
       sm90::setmaxnreg_dec<56>();
     const int ptid = tid - kConsumerThreads;
-    if (kFP8Operands) {
+    if constexpr (kFP8Operands) {
       produce_fp8_operands(job, cache, q, q_token_stride, q_head_stride, lay, num_tiles, ptid);
-    } else if (kCacheFP8) {
+    } else if constexpr (kCacheFP8) {
       if constexpr (kSplitStages)
         produce_fp8_halves(job, cache, q, q_token_stride, q_head_stride, kv_map, lay, num_tiles, ptid);
       else
@@ -3036,7 +3036,7 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
     } else {
       if (num_tiles > 0)
         produce_q(job, cache, q, q_token_stride, q_head_stride, lay, ptid);
-      if (kBulkTiles) {
+      if constexpr (kBulkTiles) {
         const int copiers = kv_map != nullptr ? 1 : 2; // warps a half
         if (ptid < 64 * copiers)
           produce_bulk(job, cache, kv_map, lay, num_tiles, ptid / 32 % 2, ptid / 64, copiers, ptid % 32);
@@ -3427,7 +3427,7 @@ extern "C" __global__ void MLAGEN_DECODE_LAUNCH_BOUNDS mlagen_decode(MLAGEN_GRID
                          p.merge_arrivals};
   const void *q = static_cast<const u8 *>(p.q) + job.batch * p.q_batch_stride * kQElemBytes;
 #if MLAGEN_TARGET_NVIDIA && MLAGEN_ARCH_SM90A
-  if (kWarpgroupDecode)
+  if constexpr (kWarpgroupDecode)
     warpgroup_mma::attend(job, cache, q, p.q_token_stride, p.q_head_stride, p.kv_map_ready ? p.kv_map : nullptr,
                           output, mlagen_smem);
   else
@@ -3440,7 +3440,7 @@ extern "C" __global__ void MLAGEN_DECODE_LAUNCH_BOUNDS mlagen_decode(MLAGEN_GRID
   // Every thread of these blocks writes rows (the wgmma kernels merge in
   // their consumers' epilogues; the template argument only has to be valid
   // for them).
-  if (!kWarpgroupDecode)
+  if constexpr (!kWarpgroupDecode)
     merge_pair_if_second<kWarpgroupDecode ? 128 : kThreads, 8>(job, output, thread_index(),
                                                          reinterpret_cast<float *>(mlagen_smem),
                                                          [] { block_barrier(); });
