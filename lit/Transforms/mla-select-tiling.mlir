@@ -30,7 +30,7 @@ mla.prefill @sm_90a_d64_capped qk_head_dim = 64, v_head_dim = 64, q_heads = 32, 
 
 // sm_90a, head dim 64 in bf16 without soft cap or window: three consumer
 // warpgroups of 160 registers (192 rows, 16 warps). With a window they
-// spill: two, as for wider heads; fp16 keeps two until it is timed at 192.
+// spill: two, as for wider heads. fp16 takes three too.
 // CHECK-LABEL: mla.prefill @sm_90a_d64
 //  CHECK-SAME:   tiling = <tile_q = 192, tile_k = 128, warps = 16, wave_size = 32, stages = 2, mma_m = 64, mma_n = 64, mma_k = 16>,
 // CHECK-LABEL: mla.prefill @sm_90a_d64_pinned_128
@@ -38,7 +38,7 @@ mla.prefill @sm_90a_d64_capped qk_head_dim = 64, v_head_dim = 64, q_heads = 32, 
 // CHECK-LABEL: mla.prefill @sm_90a_d64_window
 //  CHECK-SAME:   tiling = <tile_q = 128, tile_k = 128, warps = 12,
 // CHECK-LABEL: mla.prefill @sm_90a_d64_fp16
-//  CHECK-SAME:   tiling = <tile_q = 128, tile_k = 128, warps = 12,
+//  CHECK-SAME:   tiling = <tile_q = 192, tile_k = 128, warps = 16,
 // CHECK-LABEL: mla.prefill @sm_90a_d128
 //  CHECK-SAME:   tiling = <tile_q = 128, tile_k = 128, warps = 12,
 mla.prefill @sm_90a_d64 qk_head_dim = 64, v_head_dim = 64, q_heads = 32, kv_heads = 8, mask = causal, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16, layout = varlen

@@ -238,6 +238,7 @@ def main():
         grid.append((causal, 128, 128, 32, 32, ragged, ragged, (-1, -1), 0.0, "bf16", True))
         grid.append((causal, 128, 128, 32, 8, chunk_q, chunk_k, (-1, -1), 0.0, "bf16", True))
     grid.append((True, 80, 80, 16, 8, ragged, ragged, (-1, -1), 0.0, "fp16", True))
+    grid.append((True, 64, 64, 32, 8, ragged, ragged, (-1, -1), 0.0, "fp16"))  # sm_90a: three consumers
     grid.append((False, 256, 256, 16, 8, ragged, ragged, (-1, -1), 0.0, "bf16", True))
     for window in ((-1, -1), (128, 0), (1024, 0)):                      # Gemma-2 style
         grid.append((True, 256, 256, 16, 8, ragged, ragged, window, 50.0))

@@ -52,12 +52,12 @@ LogicalResult selectTiling(PrefillOp op, std::optional<Arch> defaultArch) {
   // width costs as much as the products (FlashAttention-3 does the same;
   // H200: 0.86x -> 0.95x cuDNN at B4 S4096). A window spills there, and
   // so does any wider head (d256: 1.9 KB), so only these take a pinned
-  // tile_q of 192. fp16 spilled too while its rows that see few keys
-  // multiplied P's rounding residue; since that path went (fortieth stop)
-  // it compiles without spills at 192 rows, but is not yet timed there.
+  // tile_q of 192. (fp16 spilled there until its rows that see few keys
+  // stopped multiplying P's rounding residue, fortieth stop.)
   const bool narrow = op.getQkHeadDim() == 64 && vDim == 64 &&
                       op.getSoftCapValue() == 0.0f && !op.getWindowAttr() &&
-                      op.getQType() == DType::BF16;
+                      (op.getQType() == DType::BF16 ||
+                       op.getQType() == DType::F16);
   if (*arch == Arch::SM90A && op.fitsWarpgroupKernel() &&
       (vDim <= 128 || vDim % 32 == 0) &&
       (!pinnedTileQ || *pinnedTileQ == 64 || *pinnedTileQ == 128 ||
