@@ -48,17 +48,19 @@ def write_results(stem, rows, md):
     print("\n".join(md))
 
 
-def mlagen_fn(rt, arch, lens, heads, causal, dqk, dv, hkv, tile_q=0, extra=""):
+def mlagen_fn(rt, arch, lens, heads, causal, dqk, dv, hkv, tile_q=0, extra="", dtype="bf16"):
     """tile_q: 0 lets the compiler choose, else pinned (for A/B probes);
-    extra: more signature fields (e.g. "window=4095,0 softcap=50")."""
+    extra: more signature fields (e.g. "window=4095,0 softcap=50");
+    dtype: "bf16" or "fp16" for q, k, v and out."""
     kernel = rt.kernel(f"prefill qk={dqk} v={dv} hq={heads} hkv={hkv} "
-                       f"mask={'causal' if causal else 'none'} lse=1 q=bf16 kv=bf16 out=bf16 arch={arch}"
+                       f"mask={'causal' if causal else 'none'} lse=1 q={dtype} kv={dtype} out={dtype} arch={arch}"
                        + (f" tile_q={tile_q}" if tile_q else "") + (f" {extra}" if extra else ""))
+    elem = {"bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
     total = sum(lens)
-    q = torch.randn(total, heads, dqk, device="cuda", dtype=torch.bfloat16)
-    k = torch.randn(total, hkv, dqk, device="cuda", dtype=torch.bfloat16)
-    v = torch.randn(total, hkv, dv, device="cuda", dtype=torch.bfloat16)
-    out = torch.empty(total, heads * dv, device="cuda", dtype=torch.bfloat16)
+    q = torch.randn(total, heads, dqk, device="cuda", dtype=elem)
+    k = torch.randn(total, hkv, dqk, device="cuda", dtype=elem)
+    v = torch.randn(total, hkv, dv, device="cuda", dtype=elem)
+    out = torch.empty(total, heads * dv, device="cuda", dtype=elem)
     lse = torch.empty(heads, total, device="cuda", dtype=torch.float32)
     cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0)), device="cuda", dtype=torch.int32)
     scale = 1.0 / math.sqrt(dqk)

@@ -2503,10 +2503,10 @@ __attribute__((device)) __attribute__((noinline)) void merge_staged_pair_outline
 }
 
 // Bulk-tile kernels (kBulkTiles) wait for each slab, also in launches
-// without a tensor map (produce_bulk). An item of one tile (`one_tile`) also multiplies P's
-// rounding residue (see `consume`). One body serves all items (one body per
-// case doubled the entry's compile time): the residue's products come after
-// the loop, out of its way. Inside the loop, products in a branch made
+// without a tensor map (produce_bulk). An item of one tile (`one_tile`)
+// also multiplies P's rounding residue (see `consume`). One body serves all
+// items (one body per case doubled the entry's compile time): the
+// residue's products come after the loop, out of its way. Inside the loop, products in a branch made
 // ptxas serialise every product (C7520) or inject warpgroup arrivals
 // (C7519); a wait in one serialises them too (C7515).
 template <int consumer>
