@@ -1081,8 +1081,7 @@ constexpr int kConsumerRowFloats = 6 * kRowsN;
 constexpr int kRowFloats = kConsumerRowFloats * kPSlabs + (kSplitQuery ? kRowsN : 0);
 // 1024 bytes of alignment slack (the dynamic shared base is only 16-byte
 // aligned), Q, the stages, P, row floats, barriers. DecodeSupport.cpp's
-// getDecodeSharedBytes has the same sum. P's rounding residue (one-tile
-// items) lives in stage 1, which such items never load.
+// getDecodeSharedBytes has the same sum.
 // Merging in the cluster (kClusterParts 2; DECODE_CONTRACT.md): both blocks
 // of a request's pair stage their normalised O and row LSEs (a part) in
 // their stage buffers; each copies the half of its part that the other
@@ -1126,7 +1125,6 @@ enum {
   kBarPa = 9,
   kBarPb = 10,
   kBarQuery = 11,
-  kBarResidue = 13, // consumer 0's copy of P_a's residue is whole (one-tile items)
 };
 
 struct Layout {
@@ -1149,7 +1147,6 @@ struct Layout {
   // the same threads just before).
   MLAGEN_DEVICE float *part_lse() const { return red; }
   MLAGEN_DEVICE u32 stage(int it) const { return kv + (it % kStages) * kStageBytes; }
-  MLAGEN_DEVICE u32 residue() const { return kv + kStageBytes; }
 };
 
 MLAGEN_DEVICE void store_shared_u16(u32 addr, u32 v) {
@@ -1868,11 +1865,9 @@ MLAGEN_DEVICE void add_chains(float (&s)[kRowsN / 2], const float (&chains)[kSCh
   }
 }
 
-// kFewKeys (an item of one tile): each p is a large weight, and its 16-bit
-// rounding would show in the output; such items also multiply P's rounding
-// residue. A template parameter: wgmma in a divergent branch is serialised.
-// One consumer (16 or 32 rows); 64 rows take consume_rows.
-template <bool kFewKeys>
+// One consumer (16 or 32 rows); 64 rows take consume_rows. P is rounded to
+// 16 bits once, as FlashMLA and the prefill do: items of one tile (a few
+// large weights) carry that rounding in their output too.
 MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &lay, int num_tiles, int warp,
                            int lane, float *staged) {
   constexpr int kHd = kRowsN / 4; // q rows a thread sees
@@ -1880,7 +1875,6 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
   const int quad = lane % 4;
   const u64 q_desc = sm90::smem_desc_sw128(lay.q, 16);
   const u64 p_desc = sm90::smem_desc_sw128(lay.p, 16);
-  const u64 residue_desc = sm90::smem_desc_sw128(lay.residue(), 16);
 
   float o[kVSlabs][kRowsN / 2];
 #pragma unroll
@@ -1933,11 +1927,6 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
         const u32 packed = pack2<MmaElem>(p0, p1);
         store_shared_u16(lay.p + at, packed & 0xffffu);
         store_shared_u16(lay.p + at1, packed >> 16);
-        if (kFewKeys) {
-          const u32 residue = rounding_residue<MmaElem>(p0, p1, packed);
-          store_shared_u16(lay.residue() + at, residue & 0xffffu);
-          store_shared_u16(lay.residue() + at1, residue >> 16);
-        }
       }
     }
     sm90::fence_proxy_async();           // P is read by wgmma (the async proxy)
@@ -1959,15 +1948,10 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
     sm90::fence_array(o); // O settles in its registers before the products
     sm90::wgmma_fence();
 #pragma unroll
-    for (int pass = 0; pass < (kFewKeys ? 2 : 1); ++pass) {
-      const u64 b_desc = pass == 0 ? p_desc : residue_desc;
+    for (int ks = 0; ks < kTileK / 16; ++ks)
 #pragma unroll
-      for (int ks = 0; ks < kTileK / 16; ++ks)
-#pragma unroll
-        for (int c = 0; c < kVSlabs; ++c)
-          WgmmaO::ss<0, 1>(o[c], kv_desc + (c * kSlabBytes + ks * 16 * 128) / 16,
-                           b_desc + (ks * 32) / 16, 1);
-    }
+      for (int c = 0; c < kVSlabs; ++c)
+        WgmmaO::ss<0, 1>(o[c], kv_desc + (c * kSlabBytes + ks * 16 * 128) / 16, p_desc + (ks * 32) / 16, 1);
     sm90::wgmma_commit();
     sm90::wgmma_wait<0>();
     sm90::fence_array(o);
@@ -2358,11 +2342,8 @@ typedef sm90::Wgmma<MmaElem, 128> WgmmaRowO;
 
 // P (this thread's two rows of a 64-key tile) times its rows' factors, as
 // 16-bit into a swizzled [64 rows][64 keys] slab: the A operand of the
-// other consumer's product. With kResidue, its rounding residue into a
-// second slab.
-template <bool kResidue>
-MLAGEN_DEVICE void store_rows_p(u32 slab, u32 residue_slab, const float (&s)[32], const float (&scale)[2], int row0,
-                                int quad) {
+// other consumer's product.
+MLAGEN_DEVICE void store_rows_p(u32 slab, const float (&s)[32], const float (&scale)[2], int row0, int quad) {
 #pragma unroll
   for (int k = 0; k < 16; ++k) {
     const int r = k % 2;
@@ -2370,8 +2351,6 @@ MLAGEN_DEVICE void store_rows_p(u32 slab, u32 residue_slab, const float (&s)[32]
     const u32 packed = pack2<MmaElem>(v0, v1);
     const u32 at = swizzled(row0 + 8 * r, k / 2) + quad * 4;
     nv::store_shared_u32(slab + at, packed);
-    if (kResidue)
-      nv::store_shared_u32(residue_slab + at, rounding_residue<MmaElem>(v0, v1, packed));
   }
 }
 
@@ -2503,16 +2482,13 @@ __attribute__((device)) __attribute__((noinline)) void merge_staged_pair_outline
 }
 
 // Bulk-tile kernels (kBulkTiles) wait for each slab, also in launches
-// without a tensor map (produce_bulk). An item of one tile (`one_tile`)
-// also multiplies P's rounding residue (see `consume`). One body serves all
-// items (one body per case doubled the entry's compile time): the
-// residue's products come after the loop, out of its way. Inside the loop, products in a branch made
+// without a tensor map (produce_bulk). One body serves all items (one body
+// per case doubled the entry's compile time). Products in a branch made
 // ptxas serialise every product (C7520) or inject warpgroup arrivals
 // (C7519); a wait in one serialises them too (C7515).
 template <int consumer>
 MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const void *kv_map, const Output &output,
                                 const Layout &lay, int num_tiles, int warp, int lane, float *staged) {
-  const bool one_tile = num_tiles == 1;
   const int group = lane / 4;
   const int quad = lane % 4;
   const int row0 = 16 * warp + group; // this thread's rows: row0 and row0 + 8
@@ -2674,10 +2650,7 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
   // Consumer 0: P_a (times `scale`) into slab 8 of a's stage, for
   // consumer 1.
   auto store_pa = [&](int a, const float (&scale)[2]) {
-    if (one_tile)
-      store_rows_p<true>(lay.stage(a) + 8 * kSlabBytes, lay.residue(), s, scale, row0, quad);
-    else
-      store_rows_p<false>(lay.stage(a) + 8 * kSlabBytes, lay.residue(), s, scale, row0, quad);
+    store_rows_p(lay.stage(a) + 8 * kSlabBytes, s, scale, row0, quad);
     sm90::fence_proxy_async(); // P_a is read by wgmma (the async proxy)
     sm90::split_barrier_arrive(kBarPa, kConsumerThreads);
   };
@@ -2705,7 +2678,7 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
     }
     sm90::split_barrier_arrive(kBarScale1, kConsumerThreads);
     const float one[2] = {1.0f, 1.0f};
-    store_rows_p<false>(lay.p, 0, s, one, row0, quad);
+    store_rows_p(lay.p, s, one, row0, quad);
     sm90::fence_proxy_async();
     sm90::split_barrier_arrive(kBarPb, kConsumerThreads);
   };
@@ -2890,19 +2863,6 @@ MLAGEN_DEVICE void consume_rows(const Job &job, const PagedCache &cache, const v
     }
   }
   sm90::wgmma_wait<0>(); // (nothing pending: for ptxas, which cannot tell)
-  if (one_tile) {
-    // P_a's rounding residue times this consumer's half of V_a: store_pa
-    // put it in shared memory (unscaled: no b). Tile 0's stage was released
-    // but no tile follows to refill it.
-    if (consumer == 0)
-      sm90::named_barrier_sync(kBarResidue, 128); // consumer 1 waited at kBarPa
-    sm90::fence_array(o);
-    sm90::wgmma_fence();
-    pv_shared(0, sm90::smem_desc_sw128(lay.residue(), 16));
-    sm90::wgmma_commit();
-    sm90::wgmma_wait<0>();
-    sm90::fence_array(o);
-  }
 
   // Row sums: this thread's keys, the quad's, then both consumers'.
 #pragma unroll
@@ -3061,8 +3021,7 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
     else
       consume_fp8<0>(job, q, q_token_stride, q_head_stride, output, lay, num_tiles, warp, lane, staged);
   } else {
-    num_tiles == 1 ? consume<true>(job, output, lay, num_tiles, warp, lane, staged)
-                   : consume<false>(job, output, lay, num_tiles, warp, lane, staged);
+    consume(job, output, lay, num_tiles, warp, lane, staged);
   }
   // The threads that wrote the rows: consumer 0 (paired fp8 consumers hand
   // theirs to it). 64-row blocks merge their pairs in consume_rows.

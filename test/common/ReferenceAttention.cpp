@@ -2,6 +2,8 @@
 
 #include "ReferenceAttention.h"
 
+#include "BFloat16.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -122,19 +124,21 @@ namespace mlagen::test {
 
 void referenceDecode(const DecodeProblem &p, const std::vector<float> &q,
                      const std::vector<float> &cache, std::vector<float> &out,
-                     std::vector<float> &lse) {
+                     std::vector<float> &lse, std::vector<float> *emulated) {
   const int dqk = p.headDimQK, dv = p.headDimV, heads = p.numHeads;
   const size_t rows = static_cast<size_t>(p.batch()) * p.qLen * heads;
   out.assign(rows * dv, 0.0f);
   lse.assign(rows, -std::numeric_limits<float>::infinity());
+  if (emulated)
+    emulated->assign(rows * dv, 0.0f);
 
-  std::vector<double> logits, acc(dv);
+  std::vector<double> logits, acc(dv), accRounded(dv);
   for (int b = 0; b < p.batch(); ++b) {
     const int seqLen = p.seqLens[b];
     auto keyRow = [&](int j) {
-      const int page = p.blockTable[static_cast<size_t>(b) *
-                                        p.blockTableStride +
-                                    j / p.pageSize];
+      const int page =
+          p.blockTable[static_cast<size_t>(b) * p.blockTableStride +
+                       j / p.pageSize];
       return &cache[(static_cast<size_t>(page) * p.pageSize + j % p.pageSize) *
                     dqk];
     };
@@ -157,15 +161,23 @@ void referenceDecode(const DecodeProblem &p, const std::vector<float> &q,
         }
         double sum = 0.0;
         std::fill(acc.begin(), acc.end(), 0.0);
+        std::fill(accRounded.begin(), accRounded.end(), 0.0);
         for (int j = 0; j < visible; ++j) {
           const double w = std::exp(logits[j] - rowMax);
+          const double wRounded = roundToBF16(static_cast<float>(w));
           sum += w;
           const float *vj = keyRow(j); // V: the first dv columns
           for (int d = 0; d < dv; ++d)
             acc[d] += w * vj[d];
+          for (int d = 0; emulated && d < dv; ++d)
+            accRounded[d] += wRounded * vj[d];
         }
-        for (int d = 0; d < dv; ++d)
+        for (int d = 0; d < dv; ++d) {
           out[row * dv + d] = static_cast<float>(acc[d] / sum);
+          if (emulated)
+            (*emulated)[row * dv + d] =
+                roundToBF16(static_cast<float>(accRounded[d] / sum));
+        }
         lse[row] = static_cast<float>(rowMax + std::log(sum));
       }
     }

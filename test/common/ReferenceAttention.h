@@ -74,10 +74,13 @@ struct DecodeProblem {
 // contiguous. Query token t of request b sees keys [0, seq_len - q_len + t];
 // key j lives at cache[block_table[b][j / page_size]][j % page_size].
 // Writes out: [batch, q_len, heads, dv] and lse: [batch, q_len, heads]
-// (a row that sees no key: zeros and -inf).
+// (a row that sees no key: zeros and -inf). With `emulated`, also the out of
+// a bf16 emulation (FlashAttention's test rule): P = exp(s - rowmax) rounded
+// to bf16 before P V, the output rounded to bf16.
 void referenceDecode(const DecodeProblem &problem, const std::vector<float> &q,
                      const std::vector<float> &cache, std::vector<float> &out,
-                     std::vector<float> &lse);
+                     std::vector<float> &lse,
+                     std::vector<float> *emulated = nullptr);
 
 } // namespace mlagen::test
 

@@ -6,8 +6,9 @@
 // lengths (0 included), plans that split requests into many chunks and
 // plans that split none. A batch-invariant kernel gives a request the same
 // bits alone and inside a batch. An element passes when |got - ref| <=
-// max(1e-2, 1.01 |ref - bf16(ref)|), an LSE at relative error <= 1e-3
-// (outputTolerance). Without a GPU it says "skipped: no GPU
+// max(1e-2, 1.01 |ref - bf16(ref)|, 2 max |emulated - ref|), an LSE at
+// relative error <= 1e-3 (outputTolerance, checkAgainstReference). Without a
+// GPU it says "skipped: no GPU
 // (<reason>)" and passes. python/tests/decode_device_test.py covers the
 // larger grid (long sequences, graph capture).
 //
@@ -15,8 +16,8 @@
 
 #include "BFloat16.h"
 #include "DecodeLaunch.h"
-#include "Float8.h"
 #include "DeviceBuffer.h"
+#include "Float8.h"
 #include "ReferenceAttention.h"
 #include "TestSupport.h"
 #include "mlagen/Compiler/Pipeline.h"
@@ -151,7 +152,8 @@ StepTimes timeSteps(DeviceBackend &backend, int alone, Step step) {
   auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < kBackToBack; ++i)
     step();
-  const double elapsed = Micros(std::chrono::steady_clock::now() - start).count();
+  const double elapsed =
+      Micros(std::chrono::steady_clock::now() - start).count();
   REQUIRE(backend.synchronize());
   return {elapsed / kBackToBack, micros[micros.size() / 2],
           micros[micros.size() * 9 / 10]};
@@ -171,8 +173,9 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
   DecodePlanSummary summary;
   REQUIRE(planner.plan(p.seqLens, hostPlan, &summary));
   INFO("plan: " << summary.numWork << " work items, " << summary.numSlots
-                << " slots (" << summary.reduceSlots << " for the reduce), chunks of "
-                << summary.chunkKeys << " keys");
+                << " slots (" << summary.reduceSlots
+                << " for the reduce), chunks of " << summary.chunkKeys
+                << " keys");
 
   DeviceBackend &backend = *fixture.backend;
   DeviceBuffer q(backend, in.qBits);
@@ -228,7 +231,8 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
     const StepTimes driver = timeSteps(backend, timedLaunches, [&] {
       Status status = backend.launch(direct, launch.decode, nullptr, params);
       if (status && summary.reduceSlots > 0)
-        status = backend.launch(direct.extra(0), launch.reduce, nullptr, params);
+        status =
+            backend.launch(direct.extra(0), launch.reduce, nullptr, params);
       if (!status)
         FAIL(status.toString());
     });
@@ -236,7 +240,7 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
     std::cout << "runDecode host time (" << p.numHeads << " heads, batch "
               << batch << ", "
               << (summary.reduceSlots > 0 ? "decode + reduce"
-                  : summary.numSlots > 0 ? "decode merging pairs in the grid"
+                  : summary.numSlots > 0  ? "decode merging pairs in the grid"
                   : summary.numWork > batch && args.clusterBlocks > 1
                       ? "decode merging in clusters"
                       : "decode alone")
@@ -266,9 +270,18 @@ double outputTolerance(float ref, double atol = 1e-2) {
 // decode numerics hold them (FP8_PRODUCTS_ATOL).
 void checkAgainstReference(const DecodeInputs &in, const DecodeResult &got,
                            bool e4m3Products = false) {
-  std::vector<float> expectedOut, expectedLse;
-  referenceDecode(in.problem, in.q, in.cache, expectedOut, expectedLse);
-  const double outAtol = e4m3Products ? 2e-2 : 1e-2;
+  std::vector<float> expectedOut, expectedLse, emulatedOut;
+  referenceDecode(in.problem, in.q, in.cache, expectedOut, expectedLse,
+                  &emulatedOut);
+  // FlashAttention's test rule, as the prefill's: twice the error of an
+  // emulation that rounds P to bf16 before P V, as the kernels do. Rows that
+  // hang on a few keys carry that rounding.
+  double emulationError = 0.0;
+  for (size_t i = 0; i < emulatedOut.size(); ++i)
+    emulationError = std::max(
+        emulationError, std::fabs(double(emulatedOut[i]) - expectedOut[i]));
+  const double outAtol =
+      std::max(e4m3Products ? 2e-2 : 1e-2, 2.0 * emulationError);
   const double lseAtol = e4m3Products ? 1e-2 : 0.0;
   // |got - ref| <= max(outAtol, 1.01 |ref - bf16(ref)|) elementwise; LSE
   // relative error <= 1e-3 (or absolute <= lseAtol).
@@ -286,13 +299,12 @@ void checkAgainstReference(const DecodeInputs &in, const DecodeResult &got,
       continue;
     }
     const double absolute = std::fabs(got.lse[i] - expectedLse[i]);
-    double error =
-        absolute / std::max(1.0, std::fabs(double(expectedLse[i])));
+    double error = absolute / std::max(1.0, std::fabs(double(expectedLse[i])));
     if (absolute <= lseAtol)
       error = 0.0;
     maxLseError = std::isnan(error) ? INFINITY : std::max(maxLseError, error);
   }
-  INFO("max |out - ref| " << maxOutError);
+  INFO("max |out - ref| " << maxOutError << ", emulation's " << emulationError);
   CHECK(outOverTolerance == 0);
   CHECK(maxLseError <= 1e-3);
 }
@@ -360,8 +372,10 @@ TEST_CASE("a decode step's host time, and the same bits when repeated",
     // (sm_90a, 16 rows a block), else by the second block of each pair;
     // one launch either way. (32 requests of 1000 keys: four chunks each
     // at 16 heads, through the reduce; pairs at 128.)
-    DecodeInputs pairs = makeInputs(sig, std::vector<int>(64, 1000), 11 + heads);
-    checkAgainstReference(pairs, decodeOnGpu(fixture, *kernel, pairs, 132, 500));
+    DecodeInputs pairs =
+        makeInputs(sig, std::vector<int>(64, 1000), 11 + heads);
+    checkAgainstReference(pairs,
+                          decodeOnGpu(fixture, *kernel, pairs, 132, 500));
     // Requests of many chunks: decode + reduce.
     DecodeInputs many = makeInputs(sig, std::vector<int>(4, 8000), 13 + heads);
     checkAgainstReference(many, decodeOnGpu(fixture, *kernel, many, 132, 500));
