@@ -2029,8 +2029,7 @@ MLAGEN_DEVICE void stage_fp8_rows(const float (&o)[kVSlabs][kRowsN / 2], const f
 // their O^T to the larger maximum over the joint total; consumer 1 stages
 // its share, consumer 0 adds its own (mine + theirs: the sum does not
 // depend on timing), writes the LSE and the rows.
-template <int consumer>
-MLAGEN_DEVICE void merge_pair(const Job &job, const Output &output, const Layout &lay,
+MLAGEN_DEVICE void merge_pair(int consumer, const Job &job, const Output &output, const Layout &lay,
                               RowState (&rows)[kRowsN / 4], const float (&o)[kVSlabs][kRowsN / 2], int warp,
                               int lane, float *staged) {
   constexpr int kHd = kRowsN / 4;
@@ -2131,18 +2130,21 @@ MLAGEN_DEVICE void split_q(const Job &job, const void *q, long long q_token_stri
     store_shared_u32x2(at + kRowsN * 128, lo[0] | lo[1] << 16, lo[2] | lo[3] << 16);
   }
   sm90::fence_proxy_async(); // read by wgmma (the async proxy)
-  // Both consumers, from two template instances: the unaligned barrier.
+  // Both consumers (every warp converged here).
   sm90::split_barrier_sync(kBarQuery, kConsumerThreads);
 }
 
-template <int consumer>
-MLAGEN_DEVICE void consume_fp8(const Job &job, const void *q, long long q_token_stride, long long q_head_stride,
-                               const Output &output, const Layout &lay, int num_tiles, int warp, int lane,
-                               float *staged) {
+// kConsumer: 0, or 1 for the second of paired consumers; -1 takes
+// `run_time_consumer`, so that both paired consumers run one body.
+template <int kConsumer>
+MLAGEN_DEVICE void consume_fp8(int run_time_consumer, const Job &job, const void *q, long long q_token_stride,
+                               long long q_head_stride, const Output &output, const Layout &lay, int num_tiles,
+                               int warp, int lane, float *staged) {
+  const int consumer = kConsumer >= 0 ? kConsumer : run_time_consumer;
   constexpr int kHd = kRowsN / 4; // q rows a thread sees
   constexpr int kGroups = kRowsN / 8; // 8-column groups of an accumulator
   constexpr int kStep = kPairedTiles ? 2 : 1;
-  constexpr int bar = 1 + consumer;
+  const int bar = 1 + consumer;
   const int group = lane / 4;
   const int quad = lane % 4;
   const u32 p_slab = lay.p + consumer * kPBytes;
@@ -2297,7 +2299,7 @@ MLAGEN_DEVICE void consume_fp8(const Job &job, const void *q, long long q_token_
   }
 
   if (kPairedTiles) {
-    merge_pair<consumer>(job, output, lay, rows, o, warp, lane, staged);
+    merge_pair(consumer, job, output, lay, rows, o, warp, lane, staged);
     return;
   }
   finish_rows(job, output, lay, rows, warp, lane);
@@ -3016,10 +3018,21 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
     else
       consume_rows<0>(job, cache, kv_map, output, lay, num_tiles, warp, lane, staged);
   } else if constexpr (kFP8Operands) {
-    if (kPairedTiles && tid >= 128)
-      consume_fp8<1>(job, q, q_token_stride, q_head_stride, output, lay, num_tiles, warp, lane, staged);
-    else
-      consume_fp8<0>(job, q, q_token_stride, q_head_stride, output, lay, num_tiles, warp, lane, staged);
+    // Paired 16-row consumers run one body: an instance each compiled the
+    // same schedule twice (16-head fp8 cold JIT 1.4-2.3 -> 1.2-1.4 s on an
+    // H200 machine, speed unchanged). Paired 32-row consumers keep an
+    // instance each: one body made B128 H128 2% slower
+    // (bench/notes/decode-fp8.md). tid / 128 comes from lane 0 so that
+    // ptxas knows it is the same in every lane.
+    if constexpr (kPairedTiles && kRowsN == 32) {
+      if (tid >= 128)
+        consume_fp8<1>(1, job, q, q_token_stride, q_head_stride, output, lay, num_tiles, warp, lane, staged);
+      else
+        consume_fp8<0>(0, job, q, q_token_stride, q_head_stride, output, lay, num_tiles, warp, lane, staged);
+    } else {
+      consume_fp8<-1>(kPairedTiles ? __shfl_sync(~0u, tid / 128, 0) : 0, job, q, q_token_stride, q_head_stride,
+                      output, lay, num_tiles, warp, lane, staged);
+    }
   } else {
     consume(job, output, lay, num_tiles, warp, lane, staged);
   }
