@@ -2134,13 +2134,11 @@ MLAGEN_DEVICE void split_q(const Job &job, const void *q, long long q_token_stri
   sm90::split_barrier_sync(kBarQuery, kConsumerThreads);
 }
 
-// kConsumer: 0, or 1 for the second of paired consumers; -1 takes
-// `run_time_consumer`, so that both paired consumers run one body.
-template <int kConsumer>
-MLAGEN_DEVICE void consume_fp8(int run_time_consumer, const Job &job, const void *q, long long q_token_stride,
+// `consumer`: 0, or 1 for the second of paired consumers. Inlined, a
+// constant argument gives a body per consumer, a run-time one a shared body.
+MLAGEN_DEVICE void consume_fp8(int consumer, const Job &job, const void *q, long long q_token_stride,
                                long long q_head_stride, const Output &output, const Layout &lay, int num_tiles,
                                int warp, int lane, float *staged) {
-  const int consumer = kConsumer >= 0 ? kConsumer : run_time_consumer;
   constexpr int kHd = kRowsN / 4; // q rows a thread sees
   constexpr int kGroups = kRowsN / 8; // 8-column groups of an accumulator
   constexpr int kStep = kPairedTiles ? 2 : 1;
@@ -3026,12 +3024,12 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
     // ptxas knows it is the same in every lane.
     if constexpr (kPairedTiles && kRowsN == 32) {
       if (tid >= 128)
-        consume_fp8<1>(1, job, q, q_token_stride, q_head_stride, output, lay, num_tiles, warp, lane, staged);
+        consume_fp8(1, job, q, q_token_stride, q_head_stride, output, lay, num_tiles, warp, lane, staged);
       else
-        consume_fp8<0>(0, job, q, q_token_stride, q_head_stride, output, lay, num_tiles, warp, lane, staged);
+        consume_fp8(0, job, q, q_token_stride, q_head_stride, output, lay, num_tiles, warp, lane, staged);
     } else {
-      consume_fp8<-1>(kPairedTiles ? __shfl_sync(~0u, tid / 128, 0) : 0, job, q, q_token_stride, q_head_stride,
-                      output, lay, num_tiles, warp, lane, staged);
+      consume_fp8(kPairedTiles ? __shfl_sync(~0u, tid / 128, 0) : 0, job, q, q_token_stride, q_head_stride, output,
+                  lay, num_tiles, warp, lane, staged);
     }
   } else {
     consume(job, output, lay, num_tiles, warp, lane, staged);
