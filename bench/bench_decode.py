@@ -66,15 +66,16 @@ def flushed_us(fn, flush, reps=100):
 
 
 def mlagen_decode(rt, arch, batch, heads, seq, fp8=False, fp8_q=False, num_sms=None,
-                  in_order=False):
+                  in_order=False, q_len=1):
     """fp8: an fp8 e4m3 cache; fp8_q: fp8 e4m3 q too (per-tensor q_scale);
+    q_len: query tokens a request (speculative decoding's drafts);
     num_sms: the SMs the plan spreads the work over (None: the device's);
     in_order: the block table lists the pages in order (else shuffled)."""
-    kernel = rt.kernel(f"decode qk={QK} v={V} hq={heads} q_len=1 page={PAGE} mask=causal "
+    kernel = rt.kernel(f"decode qk={QK} v={V} hq={heads} q_len={q_len} page={PAGE} mask=causal "
                        f"lse=1 q={'fp8e4m3' if fp8_q else 'bf16'} "
                        f"kv={'fp8e4m3' if fp8 else 'bf16'} out=bf16 arch={arch}")
     pages = seq // PAGE
-    q = torch.randn(batch, 1, heads, QK, device="cuda", dtype=torch.bfloat16)
+    q = torch.randn(batch, q_len, heads, QK, device="cuda", dtype=torch.bfloat16)
     if fp8_q:
         q = (q * 32).to(torch.float8_e4m3fn)
     kv = torch.randn(batch * pages, PAGE, QK, device="cuda", dtype=torch.bfloat16)
@@ -83,8 +84,8 @@ def mlagen_decode(rt, arch, batch, heads, seq, fp8=False, fp8_q=False, num_sms=N
     order = torch.arange if in_order else torch.randperm
     table = order(batch * pages, device="cuda", dtype=torch.int32).view(batch, pages)
     lens = torch.full((batch,), seq, device="cuda", dtype=torch.int32)
-    out = torch.empty(batch, 1, heads, V, device="cuda", dtype=torch.bfloat16)
-    lse = torch.empty(batch, 1, heads, device="cuda", dtype=torch.float32)
+    out = torch.empty(batch, q_len, heads, V, device="cuda", dtype=torch.bfloat16)
+    lse = torch.empty(batch, q_len, heads, device="cuda", dtype=torch.float32)
     plan = mlagen.DecodePlan(kernel, batch, num_sms=num_sms, max_seq_len=seq).update([seq] * batch)
     torch.cuda.synchronize()
     step = lambda: kernel.decode(q, kv, out, table, lens, plan, 1 / math.sqrt(192), lse=lse,
