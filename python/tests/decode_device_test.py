@@ -11,7 +11,8 @@ that split long requests and plans that split none; a CUDA graph captured
 once and replayed with new plans equals eager runs; a batch-invariant kernel
 gives a request the same bits alone and in other batches on other SM counts;
 an fp8 e4m3 cache with a per-tensor kv_scale (heads 16 and 128, pages 1 and
-64, q_len 1 and 4; and q rows of magnitudes 2^-6..2^3, which sm_90a splits
+64, q_len 1 and 4; 32 rows a request: 16 heads at q_len 2, 32 heads; and q
+rows of magnitudes 2^-6..2^3, which sm_90a splits
 into e4m3 by a power of two a row) against the fp32 reference computed from
 the dequantised cache (kv_scale * float(stored)); fp8 e4m3 q with its
 per-tensor q_scale on an fp8 cache (heads 16 and 128, pages 1 and 64, q_len 1
@@ -403,6 +404,10 @@ def main():
             for page in (1, 64):
                 report(numerics_case(rt, arch, heads, q_len, page, ragged, num_sms, fp8=True))
         report(numerics_case(rt, arch, heads, 1, 64, ragged, num_sms, fp8=True, spread_rows=True))
+    # 32 rows a request (one draft token at 16 heads; 32 heads).
+    for heads, q_len, page in ((16, 2, 1), (16, 2, 64), (32, 1, 64)):
+        report(numerics_case(rt, arch, heads, q_len, page, ragged, num_sms, fp8=True))
+    report(numerics_case(rt, arch, 32, 1, 64, ragged, num_sms, fp8=True, spread_rows=True))
     # fp8 e4m3 q and cache, bf16 out.
     for heads in (16, 128):
         for q_len in (1, 4):

@@ -394,7 +394,7 @@ TEST_CASE("generated decode reads an fp8 e4m3 cache", "[gpu]") {
   }
   const std::vector<int> seqLens = {1, 0, 37, 64, 65, 700, 2500};
   for (int heads : {16, 128})
-    for (int qLen : {1, 4})
+    for (int qLen : {1, 2, 4})
       for (int pageSize : {1, 64}) {
         Signature sig = Signature::decode();
         sig.numQHeads = heads;
