@@ -66,14 +66,16 @@ def flushed_us(fn, flush, reps=100):
 
 
 def mlagen_decode(rt, arch, batch, heads, seq, fp8=False, fp8_q=False, num_sms=None,
-                  in_order=False, q_len=1):
+                  in_order=False, q_len=1, tile_q=0):
     """fp8: an fp8 e4m3 cache; fp8_q: fp8 e4m3 q too (per-tensor q_scale);
-    q_len: query tokens a request (speculative decoding's drafts);
+    q_len: query tokens a request (speculative decoding's drafts); tile_q:
+    q rows a block, pinned (0: the compiler's choice);
     num_sms: the SMs the plan spreads the work over (None: the device's);
     in_order: the block table lists the pages in order (else shuffled)."""
     kernel = rt.kernel(f"decode qk={QK} v={V} hq={heads} q_len={q_len} page={PAGE} mask=causal "
                        f"lse=1 q={'fp8e4m3' if fp8_q else 'bf16'} "
-                       f"kv={'fp8e4m3' if fp8 else 'bf16'} out=bf16 arch={arch}")
+                       f"kv={'fp8e4m3' if fp8 else 'bf16'} out=bf16 "
+                       + (f"tile_q={tile_q} " if tile_q else "") + f"arch={arch}")
     pages = seq // PAGE
     q = torch.randn(batch, q_len, heads, QK, device="cuda", dtype=torch.bfloat16)
     if fp8_q:

@@ -1,5 +1,7 @@
 # fp8 decode with bf16 q against fp8 q (e4m3 operands), next to bf16, H16
-# memory-bound shapes and 128 heads. SHAPES: BATCHxHEADS or BATCHxHEADSxQ_LEN.
+# memory-bound shapes and 128 heads. SHAPES: BATCHxHEADS or BATCHxHEADSxQ_LEN;
+# TILE_Q pins the q rows a block of every kernel (where it is below the
+# compiler's choice).
 import os, sys, torch
 sys.path.insert(0, "bench")
 from bench_decode import mlagen_decode, bench
@@ -16,7 +18,8 @@ for batch, heads, *rest in shapes:
     if os.environ.get("ONLY_F8Q"):
         modes = modes[2:]
     for name, fp8, fp8_q in modes:
-        t[name] = bench(mlagen_decode(rt, "sm_90a", batch, heads, 4096, fp8, fp8_q, q_len=q_len)) * 1e3
+        t[name] = bench(mlagen_decode(rt, "sm_90a", batch, heads, 4096, fp8, fp8_q, q_len=q_len,
+                                      tile_q=int(os.environ.get("TILE_Q", 0)))) * 1e3
     res.append(f"B{batch}H{heads}" + (f"Q{q_len} " if q_len > 1 else " ") + " ".join(
         f"{k} {v:.1f}" + (f" ({t['bf16'] / v:.2f}x)" if "bf16" in t and k != "bf16" else "")
         for k, v in t.items()))

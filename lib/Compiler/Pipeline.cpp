@@ -302,8 +302,7 @@ OwningOpRef<ModuleOp> mlagen::buildVariantModule(MLIRContext &context,
           {"mask", sig.mask == Mask::Causal},
           {"window", sig.windowLeft == -1 && sig.windowRight == -1},
           {"softcap", sig.softCap == 0.0f},
-          {"alibi", !sig.alibi},
-          {"tile_q", sig.tileQ == 0}}) {
+          {"alibi", !sig.alibi}}) {
       if (!fixed) {
         emitError(loc) << "signature field '" << field
                        << "' is not a decode field: a decode signature "
@@ -318,6 +317,7 @@ OwningOpRef<ModuleOp> mlagen::buildVariantModule(MLIRContext &context,
         sig.numQHeads, sig.qLen, sig.pageSize, sig.returnLSE,
         sig.batchInvariant,
         /*tile_k=*/sig.tileK ? builder.getI32IntegerAttr(sig.tileK) : nullptr,
+        /*tile_q=*/sig.tileQ ? builder.getI32IntegerAttr(sig.tileQ) : nullptr,
         mla::ArchAttr::get(&context, *arch), /*tiling=*/nullptr,
         /*launch=*/nullptr, /*reduce_launch=*/nullptr, *qType, *kvType,
         *outType);
@@ -393,6 +393,7 @@ static Signature signatureOf(mla::DecodeOp op) {
   sig.kvType = fromMLA(op.getKvType());
   sig.outType = fromMLA(op.getOutType());
   sig.tileK = op.getTileK().value_or(0);
+  sig.tileQ = op.getTileQ().value_or(0);
   return sig;
 }
 

@@ -149,9 +149,13 @@ Status validateDecode(const Signature &sig) {
                    "one latent kv head" +
                    got(sig.numKVHeads));
   if (sig.windowLeft != -1 || sig.windowRight != -1 || sig.softCap != 0.0f ||
-      sig.alibi || sig.tileQ != 0)
-    return invalid("window, soft_cap, alibi and tile_q are prefill fields: a "
-                   "decode signature leaves them -1,-1, 0, 0 and 0");
+      sig.alibi)
+    return invalid("window, soft_cap and alibi are prefill fields: a "
+                   "decode signature leaves them -1,-1, 0 and 0");
+  if (sig.tileQ != 0 && sig.tileQ != 16 && sig.tileQ != 32 && sig.tileQ != 64)
+    return invalid("tile_q must be 0 (chosen by the compiler), 16, 32 or 64 "
+                   "q rows a block for decode" +
+                   got(sig.tileQ));
   if (sig.mask != Mask::Causal)
     return invalid("mask must be causal for decode: query token t of a "
                    "request sees keys [0, seq_len - q_len + t]");
@@ -566,7 +570,11 @@ std::string Signature::canonical() const {
        << " q=" << dtypeName(qType) << " kv=" << dtypeName(kvType)
        << " out=" << dtypeName(outType)
        << " batch_invariant=" << (batchInvariant ? 1 : 0)
-       << " tile_k=" << tileK << " arch=" << archName(arch);
+       << " tile_k=" << tileK;
+    // tile_q only where pinned, so that unpinned keys stay as they were.
+    if (tileQ != 0)
+      os << " tile_q=" << tileQ;
+    os << " arch=" << archName(arch);
     return os.str();
   }
   os << opKindName(op) << " qk=" << headDimQK << " v=" << headDimV
@@ -710,8 +718,8 @@ Status parseSignature(const std::string &text, Signature &out) {
     });
   };
   // Fields of one op only; the rest are shared.
-  const std::vector<std::string> prefillOnly = {
-      "hkv", "window", "softcap", "alibi", "layout", "tile_q"};
+  const std::vector<std::string> prefillOnly = {"hkv", "window", "softcap",
+                                                "alibi", "layout"};
   const std::vector<std::string> decodeOnly = {"q_len", "page",
                                                "batch_invariant", "tile_k"};
   const std::vector<std::pair<std::string, FieldParser>> fields = {

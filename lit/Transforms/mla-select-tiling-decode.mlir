@@ -159,3 +159,39 @@ mla.decode @pinned_too_large qk_head_dim = 576, v_head_dim = 512, q_heads = 16, 
 
 // expected-error @+1 {{'mla.decode' op has no 'arch': name one on the variant or run mla-select-tiling{arch=...}}}
 mla.decode @no_arch qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, q_type = bf16, kv_type = bf16, out_type = bf16
+
+// -----
+
+// A pinned tile_q shrinks the block (more blocks a request, for batches too
+// small to fill the GPU): bf16 q on an fp8 cache, 32 rows a request, in
+// 16-row e4m3 blocks.
+// CHECK-LABEL: mla.decode @pinned_rows
+//  CHECK-SAME:   tile_q = 16, arch = sm_90a, tiling = <heads = 16, heads_per_block = 16, tile_k = 64, warps = 12, wave_size = 32, stages = 3>,
+mla.decode @pinned_rows qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 2, page_size = 64, tile_q = 16, arch = sm_90a, q_type = bf16, kv_type = f8E4M3, out_type = bf16
+
+// -----
+
+// 128 heads in 32-row blocks on gfx942.
+// CHECK-LABEL: mla.decode @pinned_rows_gfx942
+//  CHECK-SAME:   tiling = <heads = 128, heads_per_block = 32,
+mla.decode @pinned_rows_gfx942 qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, tile_q = 32, arch = gfx942, q_type = bf16, kv_type = bf16, out_type = bf16
+
+// -----
+
+// expected-error @+1 {{'mla.decode' op 'tile_q' (32) exceeds the 16 q rows a block takes here (q_len x 16 heads, at most 64 on sm_90a)}}
+mla.decode @pinned_rows_too_many qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1, page_size = 64, tile_q = 32, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16
+
+// -----
+
+// expected-error @+1 {{'mla.decode' op 'tile_q' 64 on an fp8 cache needs bf16 q and pages of 64 keys on sm_90a; 32 or 16 q rows a block serve the rest}}
+mla.decode @pinned_rows_fp8_q qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, tile_q = 64, arch = sm_90a, q_type = f8E4M3, kv_type = f8E4M3, out_type = bf16
+
+// -----
+
+// expected-error @+1 {{'mla.decode' op 'tile_q' must be 16, 32 or 64 q rows a block, got 48}}
+mla.decode @bad_tile_q qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, tile_q = 48, arch = sm_90a, q_type = bf16, kv_type = bf16, out_type = bf16
+
+// -----
+
+// expected-error @+1 {{'mla.decode' op 'tiling' heads_per_block (32) must equal the pinned 'tile_q' (16)}}
+mla.decode @tiled_against_pin qk_head_dim = 576, v_head_dim = 512, q_heads = 128, q_len = 1, page_size = 64, tile_q = 16, arch = sm_90a, tiling = <heads = 128, heads_per_block = 32, tile_k = 64, warps = 8, wave_size = 32, stages = 2>, q_type = bf16, kv_type = bf16, out_type = bf16

@@ -69,10 +69,11 @@ KV_SCALE = 0.0625  # fp8 cases: the cache stores randn / KV_SCALE (|x| up to ~80
 Q_SCALE = 0.03125  # fp8 q: q stores randn / Q_SCALE (|x| up to ~160 of 448)
 
 
-def signature(arch, heads, q_len, page, dtype="bf16", batch_invariant=False, kv=None, q=None):
+def signature(arch, heads, q_len, page, dtype="bf16", batch_invariant=False, kv=None, q=None,
+              tile_q=0):
     return (f"decode qk={QK} v={V} hq={heads} q_len={q_len} page={page} mask=causal lse=1 "
             f"q={q or dtype} kv={kv or dtype} out={dtype} batch_invariant={int(batch_invariant)} "
-            f"arch={arch}")
+            + (f"tile_q={tile_q} " if tile_q else "") + f"arch={arch}")
 
 
 def make_inputs(seq_lens, heads, q_len, page, dtype=torch.bfloat16, seed=0, fp8=False,
@@ -180,9 +181,9 @@ def compare(out, lse, ref_out, ref_lse, emu_out, atol=ATOL, lse_atol=0.0):
 
 
 def numerics_case(rt, arch, heads, q_len, page, seq_lens, num_sms, dtype="bf16", fp8=False,
-                  fp8_q=False, spread_rows=False, climb=False):
+                  fp8_q=False, spread_rows=False, climb=False, tile_q=0):
     sig = signature(arch, heads, q_len, page, dtype, kv="fp8e4m3" if fp8 else None,
-                    q="fp8e4m3" if fp8_q else None)
+                    q="fp8e4m3" if fp8_q else None, tile_q=tile_q)
     kernel = rt.kernel(sig)
     tdtype = torch.bfloat16 if dtype == "bf16" else torch.float16
     q, kv, table, lens = make_inputs(seq_lens, heads, q_len, page, tdtype,
@@ -200,7 +201,7 @@ def numerics_case(rt, arch, heads, q_len, page, seq_lens, num_sms, dtype="bf16",
                         q_scale=q_scale)
     torch.cuda.synchronize()
     # e4m3 products (see FP8_PRODUCTS_ATOL): fp8 q, or bf16 q in 16-row blocks.
-    products = fp8 and arch == "sm_90a" and (fp8_q or heads * q_len <= 16)
+    products = fp8 and arch == "sm_90a" and (fp8_q or (tile_q or heads * q_len) <= 16)
     r = compare(out, lse, *reference(q, kv, table, lens, page, kv_scale, q_scale),
                 atol=FP8_PRODUCTS_ATOL if products else CLIMB_ATOL if climb else ATOL,
                 lse_atol=FP8_PRODUCTS_LSE_ATOL if products else 0.0)
@@ -408,6 +409,10 @@ def main():
     for heads, q_len, page in ((16, 2, 1), (16, 2, 64), (32, 1, 64)):
         report(numerics_case(rt, arch, heads, q_len, page, ragged, num_sms, fp8=True))
     report(numerics_case(rt, arch, 32, 1, 64, ragged, num_sms, fp8=True, spread_rows=True))
+    # Pinned smaller blocks (tile_q): 32 rows in 16-row e4m3 blocks, 128 heads
+    # in 32-row blocks.
+    report(numerics_case(rt, arch, 16, 2, 64, ragged, num_sms, fp8=True, tile_q=16))
+    report(numerics_case(rt, arch, 128, 1, 64, ragged, num_sms, tile_q=32))
     # fp8 e4m3 q and cache, bf16 out.
     for heads in (16, 128):
         for q_len in (1, 4):

@@ -47,14 +47,29 @@ TEST_CASE("parseSignature inverts a decode canonical", "[signature]") {
   sig.qType = sig.kvType = sig.outType = DType::FP16;
   sig.batchInvariant = true;
   sig.tileK = 32;
-  for (Arch arch :
-       {Arch::GFX90A, Arch::GFX942, Arch::GFX950, Arch::SM80, Arch::SM90A}) {
-    sig.arch = arch;
-    Signature parsed;
-    REQUIRE(parseSignature(sig.canonical(), parsed));
-    CHECK(parsed == sig);
-    CHECK(parsed.canonical() == sig.canonical());
-  }
+  for (int tileQ : {0, 16})
+    for (Arch arch :
+         {Arch::GFX90A, Arch::GFX942, Arch::GFX950, Arch::SM80, Arch::SM90A}) {
+      sig.tileQ = tileQ;
+      sig.arch = arch;
+      Signature parsed;
+      REQUIRE(parseSignature(sig.canonical(), parsed));
+      CHECK(parsed == sig);
+      CHECK(parsed.canonical() == sig.canonical());
+    }
+}
+
+TEST_CASE("a pinned decode tile_q is in the text only where pinned",
+          "[signature]") {
+  Signature sig = Signature::decode();
+  sig.qLen = 2;
+  sig.tileQ = 16;
+  CHECK(sig.canonical() ==
+        "decode qk=576 v=512 hq=16 q_len=2 page=64 mask=causal lse=1 q=bf16 "
+        "kv=bf16 out=bf16 batch_invariant=0 tile_k=0 tile_q=16 arch=sm_90a");
+  CHECK(sig.validate());
+  sig.tileQ = 0;
+  CHECK(sig.canonical().find("tile_q") == std::string::npos);
 }
 
 TEST_CASE("a decode text defaults what it leaves out", "[signature]") {
@@ -77,8 +92,6 @@ TEST_CASE("decode and prefill texts keep to their own fields", "[signature]") {
         "signature field 'hkv' is not a decode field");
   CHECK(parseError(decode + " window=-1,-1") ==
         "signature field 'window' is not a decode field");
-  CHECK(parseError(decode + " tile_q=0") ==
-        "signature field 'tile_q' is not a decode field");
   CHECK(parseError(Signature().canonical() + " q_len=1") ==
         "signature field 'q_len' is not a prefill field");
   CHECK(parseError(Signature().canonical() + " page=64") ==
@@ -132,12 +145,16 @@ TEST_CASE("validate names the decode field and its rule", "[signature]") {
   CHECK(rejection(sig) == "kv_layout must be paged for decode (got varlen)");
   sig = Signature::decode();
   sig.softCap = 30.0f;
-  CHECK_THAT(rejection(sig), Catch::StartsWith("window, soft_cap, alibi and "
-                                               "tile_q are prefill fields"));
+  CHECK_THAT(rejection(sig), Catch::StartsWith("window, soft_cap and alibi "
+                                               "are prefill fields"));
   sig = Signature::decode();
   sig.alibi = true;
-  CHECK_THAT(rejection(sig), Catch::StartsWith("window, soft_cap, alibi and "
-                                               "tile_q are prefill fields"));
+  CHECK_THAT(rejection(sig), Catch::StartsWith("window, soft_cap and alibi "
+                                               "are prefill fields"));
+  sig = Signature::decode();
+  sig.tileQ = 48;
+  CHECK(rejection(sig) == "tile_q must be 0 (chosen by the compiler), 16, 32 "
+                          "or 64 q rows a block for decode (got 48)");
   sig = Signature::decode();
   sig.tileK = 24;
   CHECK_THAT(rejection(sig), Catch::StartsWith("tile_k must be 0 (chosen by "

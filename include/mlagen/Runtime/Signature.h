@@ -86,7 +86,9 @@ struct Signature {
   DType kvType = DType::BF16;
   DType outType = DType::BF16;
   KVLayout kvLayout = KVLayout::Varlen;
-  // Query rows per block; 0 lets the select-tiling pass choose.
+  // Query rows per block; 0 lets the select-tiling pass choose. Decode:
+  // 16, 32 or 64 q rows (token x head) a block, at most what the pass
+  // chooses: smaller blocks put more SMs on small batches.
   int tileQ = 0;
   Arch arch = Arch::SM90A;
 
@@ -138,7 +140,8 @@ struct Signature {
   // window=-1,-1 softcap=0 alibi=0 lse=1 q=bf16 kv=bf16 out=bf16 layout=varlen
   // tile_q=0 arch=sm_90a"; decode: "decode qk=576 v=512 hq=16 q_len=1
   // page=64 mask=causal lse=1 q=bf16 kv=bf16 out=bf16 batch_invariant=0
-  // tile_k=0 arch=sm_90a"; merge: "merge_attn_states v=128 hq=16 lse=1
+  // tile_k=0 arch=sm_90a" (a pinned decode tile_q adds " tile_q=16" before
+  // arch); merge: "merge_attn_states v=128 hq=16 lse=1
   // out=bf16 arch=sm_90a"; "expand_page_indices page=64 arch=sm_90a";
   // "kv_cache_write qk=576 v=512 page=64 kv=bf16 arch=sm_90a" (an fp8
   // cache adds its input type: "... page=64 in=bf16 kv=fp8e4m3 ...");

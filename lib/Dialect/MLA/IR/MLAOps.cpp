@@ -169,6 +169,10 @@ LogicalResult DecodeOp::verify() {
   if (std::optional<int32_t> tileK = getTileK())
     if (failed(checkMultipleOf16("tile_k", *tileK, 256)))
       return failure();
+  if (std::optional<int32_t> tileQ = getTileQ();
+      tileQ && *tileQ != 16 && *tileQ != 32 && *tileQ != 64)
+    return emitOpError() << "'tile_q' must be 16, 32 or 64 q rows a block, got "
+                         << *tileQ;
 
   DecodeTilingAttr tiling = getTilingAttr();
   if (tiling) {
@@ -185,6 +189,12 @@ LogicalResult DecodeOp::verify() {
         tileK && *tileK != tiling.getTileK())
       return emitOpError() << "'tiling' tile_k (" << tiling.getTileK()
                            << ") must equal the pinned 'tile_k' (" << *tileK
+                           << ")";
+    if (std::optional<int32_t> tileQ = getTileQ();
+        tileQ && *tileQ != tiling.getHeadsPerBlock())
+      return emitOpError() << "'tiling' heads_per_block ("
+                           << tiling.getHeadsPerBlock()
+                           << ") must equal the pinned 'tile_q' (" << *tileQ
                            << ")";
   }
 

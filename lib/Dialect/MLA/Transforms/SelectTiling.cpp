@@ -146,6 +146,18 @@ LogicalResult selectDecodeTiling(DecodeOp op, std::optional<Arch> defaultArch) {
   // tile_k stays a multiple of 16 and of the MMA depth (32 on gfx950).
   const int32_t tileKStep = std::max(kMinTile, target.mma.k);
   int32_t headsPerBlock = selectHeadsPerBlock(op.getQLen() * *heads, target);
+  // A pinned tile_q may only shrink the block: more blocks a request, each
+  // reading every key, for batches too small to fill the GPU.
+  const std::optional<int32_t> pinnedTileQ = op.getTileQ();
+  if (pinnedTileQ) {
+    if (*pinnedTileQ > headsPerBlock)
+      return op.emitOpError()
+             << "'tile_q' (" << *pinnedTileQ << ") exceeds the "
+             << headsPerBlock << " q rows a block takes here (q_len x "
+             << *heads << " heads, at most " << target.decode.maxHeadsPerBlock
+             << " on " << stringifyArch(*arch) << ")";
+    headsPerBlock = *pinnedTileQ;
+  }
   int32_t tileK = 0, warps = 0, stages = 0;
   MLIRContext *ctx = op.getContext();
   auto tiling = [&] {
@@ -168,8 +180,13 @@ LogicalResult selectDecodeTiling(DecodeOp op, std::optional<Arch> defaultArch) {
   const bool fp8Cache = op.getKvType() == DType::F8E4M3;
   if (*arch == Arch::SM90A && pinnedTileK.value_or(64) == 64) {
     if (fp8Cache && headsPerBlock == 64 &&
-        (op.getQType() == DType::F8E4M3 || op.getPageSize() != 64))
+        (op.getQType() == DType::F8E4M3 || op.getPageSize() != 64)) {
+      if (pinnedTileQ)
+        return op.emitOpError()
+               << "'tile_q' 64 on an fp8 cache needs bf16 q and pages of 64 "
+                  "keys on sm_90a; 32 or 16 q rows a block serve the rest";
       headsPerBlock = 32;
+    }
     tileK = 64;
     // An fp8 cache read with fp8 q, or with bf16 q at 16 rows (split into
     // e4m3 hi + lo), is multiplied as e4m3 in tiles of 40 KB (not 72 KB of
@@ -208,7 +225,7 @@ LogicalResult selectDecodeTiling(DecodeOp op, std::optional<Arch> defaultArch) {
       tileK -= tileKStep;
     while (!fits() && stages > 1)
       --stages;
-    if (fits() || headsPerBlock <= kMinTile)
+    if (fits() || headsPerBlock <= kMinTile || pinnedTileQ)
       break;
   }
   if (!fits())

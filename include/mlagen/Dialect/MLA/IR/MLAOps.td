@@ -114,7 +114,9 @@ def MLA_DecodeOp : MLA_Op<"decode", [
         q_type = bf16, kv_type = bf16, out_type = bf16
     ```
 
-    `tile_k` present pins the keys per step; `arch` absent takes the target
+    `tile_k` present pins the keys per step, `tile_q` the q rows (token x
+    head) a block takes (16, 32 or 64, at most the pass's choice: smaller
+    blocks put more SMs on small batches); `arch` absent takes the target
     of mla-select-tiling, which sets `tiling` (and pads q heads on AMD);
     mla-prepare-emission sets `launch` (mlagen_decode) and `reduce_launch`
     (mlagen_decode_reduce). The kv cache may be f8E4M3; q and out are 16-bit.
@@ -130,6 +132,7 @@ def MLA_DecodeOp : MLA_Op<"decode", [
     UnitAttr:$lse,
     UnitAttr:$batch_invariant,
     OptionalAttr<MLA_IntAttr>:$tile_k,
+    OptionalAttr<MLA_IntAttr>:$tile_q,
     OptionalAttr<MLA_ArchAttr>:$arch,
     OptionalAttr<MLA_DecodeTilingAttr>:$tiling,
     OptionalAttr<MLA_LaunchAttr>:$launch,
@@ -147,6 +150,7 @@ def MLA_DecodeOp : MLA_Op<"decode", [
     (`lse` $lse^ `,`)?
     (`batch_invariant` $batch_invariant^ `,`)?
     (`tile_k` `=` $tile_k^ `,`)?
+    (`tile_q` `=` $tile_q^ `,`)?
     (`arch` `=` `` $arch^ `,`)?
     (`tiling` `=` $tiling^ `,`)?
     (`launch` `=` $launch^ `,`)?
