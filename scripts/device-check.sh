@@ -52,5 +52,11 @@ if [[ $what == bench || $what == all ]]; then
   python3 bench/bench_prefill.py 2>&1 | tail -12 || status=1
   python3 bench/bench_decode.py 2>&1 | tail -8 || status=1
   python3 bench/plot_sweep.py 2>&1 | tail -3 || status=1
+  echo "== The vLLM-shaped backend's decode forward, by batch and tile_q"
+  mkdir -p "$out/vllm-backend-h16" "$out/vllm-backend-h128"
+  OUT="$out/vllm-backend-h16" python3 python/examples/bench_vllm_backend.py --heads 16 \
+    --tile-q 16 2>&1 | tail -3 || status=1
+  OUT="$out/vllm-backend-h128" python3 python/examples/bench_vllm_backend.py --heads 128 \
+    --q-len 1 --batches 8,16,32,64,128 --tile-q 16,32 2>&1 | tail -3 || status=1
 fi
 exit $status

@@ -12,8 +12,8 @@ Per step the engine gives host-side facts (CommonAttentionMetadata in vLLM):
     slot_mapping     [num_actual_tokens] where each new token's latent goes
                      (page_id * page_size + offset)
 
-Requests with exactly one new token are decodes; the builder expects them
-grouped at one end of the batch, decodes first (vLLM v1 reorders the batch
+Requests with exactly 1 + num_spec_tokens new tokens are decodes; the builder
+expects them grouped at one end of the batch, decodes first (vLLM v1 reorders the batch
 so) or prefills first (v0), and says which via `decodes_first`.
 
 forward(q, kv_c_normed, k_pe, kv_cache, metadata, output):
@@ -37,6 +37,24 @@ be captured in a CUDA graph and replayed after the next build().
 
 Weights: W_UK [heads, 128, 512] and W_UV [heads, 512, 128], the two halves
 of vLLM's kv_b_proj ([heads * (128 + 128), 512]) split per head.
+
+kv_cache_dtype="fp8" (vLLM's --kv-cache-dtype fp8): the cache holds e4m3
+(torch.float8_e4m3fn) latents stored as x / k_scale (k_scale: the layer's
+per-tensor scale, vLLM's _k_scale_float). The decode reads it with mlagen's
+fp8-cache kernel (bf16 q); a prefill gathers its context from the cache
+dequantised and takes its new tokens' latents from the step's inputs, as
+vLLM's MLA prefill does.
+
+num_spec_tokens > 0 (speculative decoding): a decode request carries 1 +
+num_spec_tokens query tokens (vLLM's uniform decode query length); requests
+with any other count go through the prefill path.
+
+Decode kernels by batch size: vLLM captures a CUDA graph per batch size, so
+a decode may take a different kernel per batch range at no cost per step.
+The builder keeps one DecodePlan per kernel and picks by the step's decode
+count. `decode_tile_q` lists (largest batch, tile_q) pairs, smallest first;
+batches past the last pair take the compiler's choice. The default comes
+from H200 measurements (python/examples/README.md).
 """
 import math
 from dataclasses import dataclass
@@ -57,6 +75,23 @@ LATENT_DIM = KV_LORA_RANK + QK_ROPE_HEAD_DIM       # 576
 def mlagen_arch(device=None):
     major, minor = torch.cuda.get_device_capability(device)
     return "sm_90a" if (major, minor) >= (9, 0) else "sm_80"
+
+
+def default_decode_tile_q(num_heads, q_len, page_size, kv_cache_dtype, arch):
+    """Pinned q rows a block by batch range, where an H200 ran the layer's
+    decode forward faster (bench_vllm_backend.py; python/examples/README.md).
+    Both on an fp8 cache with bf16 q: 32 rows a request (16 heads at q_len 2,
+    32 heads) in 16-row e4m3 blocks up to 64 requests (8-11% faster); 128
+    rows at pages of 64 in 16-row blocks up to 16 requests (8-21%). Elsewhere
+    the compiler's block wins."""
+    if arch != "sm_90a" or kv_cache_dtype != "fp8":
+        return []
+    rows = num_heads * q_len
+    if rows == 32:
+        return [(64, 16)]
+    if rows == 128 and page_size == 64:
+        return [(16, 16)]
+    return []
 
 
 # --- flash_attn_varlen_func on mlagen ---------------------------------------
@@ -113,6 +148,7 @@ class MLAPrefillMetadata:
     query_start_loc: torch.Tensor    # [num_reqs + 1] int32, device, prefill-local
     key_start_loc: torch.Tensor      # [num_reqs + 1] int32, device: cumulative seq_lens
     key_slots: torch.Tensor          # [total keys] int64, device: cache slot of every key
+    new_key_rows: torch.Tensor       # [num_tokens] int64, device: each new token's key row
     max_query_len: int
     max_seq_len: int
 
@@ -123,7 +159,8 @@ class MLADecodeMetadata:
     token_start: int
     block_table: torch.Tensor        # [num_reqs, max_pages] int32 view of a persistent buffer
     seq_lens: torch.Tensor           # [num_reqs] int32 view of a persistent buffer
-    plan: mlagen.DecodePlan
+    kernel: "mlagen.Kernel"          # the decode kernel for this batch size
+    plan: mlagen.DecodePlan          # its plan, updated for this step
 
 
 @dataclass
@@ -155,8 +192,11 @@ class MLAMetadataBuilder:
         self.block_table = torch.zeros(max_batch, max_pages, dtype=torch.int32, device=device)
         self.seq_lens = torch.zeros(max_batch, dtype=torch.int32, device=device)
         self.slot_mapping = torch.zeros(max_tokens, dtype=torch.int64, device=device)
-        # Once for the largest batch: the planner sizes its buffers by it.
-        self.plan = mlagen.DecodePlan(impl.decode_kernel, max_batch=max_batch, device=device)
+        # One plan per decode kernel, each sized once for the largest batch it
+        # takes (the planner sizes its buffers by it).
+        self.plans = [(limit, kernel, mlagen.DecodePlan(
+            kernel, max_batch=min(limit or max_batch, max_batch), device=device))
+            for limit, kernel in impl.decode_kernels]
 
     @staticmethod
     def _h2d(dst, src):
@@ -180,7 +220,8 @@ class MLAMetadataBuilder:
                              f"{self.max_batch} / {self.max_tokens}")
         if slots.numel() != num_tokens:
             raise ValueError(f"slot_mapping holds {slots.numel()} slots for {num_tokens} tokens")
-        is_decode = query_lens == 1
+        q_len = self.impl.decode_q_len
+        is_decode = query_lens == q_len
         num_decodes = int(is_decode.sum())
         # Decodes must form one group at the front (v1) or the back (v0).
         expect = torch.zeros(num_reqs, dtype=torch.bool)
@@ -189,12 +230,12 @@ class MLAMetadataBuilder:
         else:
             expect[num_reqs - num_decodes:] = True
         if not torch.equal(is_decode, expect):
-            raise ValueError("decodes (query_len 1) must be grouped "
+            raise ValueError(f"decodes (query_len {q_len}) must be grouped "
                              f"{'first' if self.decodes_first else 'last'}: query lens "
                              f"{query_lens.tolist()}")
         dec = slice(0, num_decodes) if self.decodes_first else slice(num_reqs - num_decodes, num_reqs)
         pre = slice(num_decodes, num_reqs) if self.decodes_first else slice(0, num_reqs - num_decodes)
-        num_decode_tokens = num_decodes
+        num_decode_tokens = num_decodes * q_len
         decode_token_start = 0 if self.decodes_first else num_tokens - num_decode_tokens
         prefill_token_start = num_decode_tokens if self.decodes_first else 0
 
@@ -217,11 +258,12 @@ class MLAMetadataBuilder:
             padded = torch.zeros(num_decodes, self.max_pages, dtype=torch.int32)
             padded[:, :width] = dtable
             self._h2d(self.block_table, padded)
-            self.plan.update(dlens.to(torch.int32))
+            limit, kernel, plan = next(p for p in self.plans if not p[0] or num_decodes <= p[0])
+            plan.update(dlens.to(torch.int32))
             md.decode = MLADecodeMetadata(
                 num_reqs=num_decodes, token_start=decode_token_start,
                 block_table=self.block_table[:num_decodes],
-                seq_lens=self.seq_lens[:num_decodes], plan=self.plan)
+                seq_lens=self.seq_lens[:num_decodes], kernel=kernel, plan=plan)
 
         if md.num_prefills:
             page = self.impl.page_size
@@ -233,6 +275,10 @@ class MLAMetadataBuilder:
                                    + torch.arange(int(n)) % page
                                    for i, n in enumerate(plens.tolist())])
             zero = torch.zeros(1, dtype=torch.int64)
+            # The new tokens are each request's last query_len keys.
+            key_end = plens.cumsum(0)
+            new_key_rows = torch.cat([torch.arange(int(e - n), int(e))
+                                      for e, n in zip(key_end.tolist(), pq.tolist())])
             md.prefill = MLAPrefillMetadata(
                 num_reqs=md.num_prefills, num_tokens=md.num_prefill_tokens,
                 token_start=prefill_token_start,
@@ -241,6 +287,7 @@ class MLAMetadataBuilder:
                 key_start_loc=torch.cat([zero, plens.cumsum(0)]).to(torch.int32).to(
                     self.device, non_blocking=True),
                 key_slots=key_slots.to(self.device, non_blocking=True),
+                new_key_rows=new_key_rows.to(self.device, non_blocking=True),
                 max_query_len=int(pq.max()), max_seq_len=int(plens.max()))
         return md
 
@@ -249,26 +296,63 @@ class MLAMetadataBuilder:
 
 class MlagenMLAImpl:
     """vLLM's MLACommonImpl on mlagen. num_heads q heads, one latent KV head;
-    page_size keys per cache block (64 or 1 for the default kernels)."""
+    page_size keys per cache block (64 or 1 for the default kernels).
+    kv_cache_dtype "auto" (the model's dtype) or "fp8" (e4m3, stored as
+    x / k_scale); num_spec_tokens draft tokens a decode request;
+    decode_tile_q: [(largest batch, tile_q)] pinned blocks by batch range
+    (None: default_decode_tile_q)."""
 
     def __init__(self, num_heads, page_size, W_UK, W_UV, scale=None, dtype=torch.bfloat16,
-                 device="cuda"):
+                 device="cuda", kv_cache_dtype="auto", k_scale=1.0, num_spec_tokens=0,
+                 decode_tile_q=None):
         assert W_UK.shape == (num_heads, QK_NOPE_HEAD_DIM, KV_LORA_RANK), W_UK.shape
         assert W_UV.shape == (num_heads, KV_LORA_RANK, V_HEAD_DIM), W_UV.shape
+        if kv_cache_dtype not in ("auto", "fp8"):
+            raise ValueError(f"kv_cache_dtype must be 'auto' or 'fp8', got {kv_cache_dtype!r}")
+        if num_spec_tokens < 0:
+            raise ValueError(f"num_spec_tokens must be >= 0, got {num_spec_tokens}")
         self.num_heads, self.page_size, self.dtype = num_heads, page_size, dtype
+        self.kv_cache_dtype = kv_cache_dtype
+        self.fp8 = kv_cache_dtype == "fp8"
+        self.k_scale = float(k_scale)
+        self.decode_q_len = 1 + num_spec_tokens
         self.scale = scale if scale is not None else 1.0 / math.sqrt(QK_HEAD_DIM)
         self.W_UK = W_UK.to(device, dtype).contiguous()
         self.W_UV = W_UV.to(device, dtype).contiguous()
+        # The decode's absorb as one product: [q_nope | q_pe] x [[W_UK, 0], [0, I]]
+        # gives [q_nope W_UK | q_pe] (q_pe times 1 plus zeros: exact), so q
+        # needs no concatenation.
+        self.W_UK_pe = torch.zeros(num_heads, QK_HEAD_DIM, LATENT_DIM, dtype=dtype, device=device)
+        self.W_UK_pe[:, :QK_NOPE_HEAD_DIM, :KV_LORA_RANK] = self.W_UK
+        self.W_UK_pe[:, QK_NOPE_HEAD_DIM:, KV_LORA_RANK:] = torch.eye(QK_ROPE_HEAD_DIM)
         # For the prefill up-projection of the latent to per-head k_nope and v.
         self.W_UK_flat = self.W_UK.reshape(num_heads * QK_NOPE_HEAD_DIM, KV_LORA_RANK)
         self.W_UV_flat = self.W_UV.permute(0, 2, 1).reshape(num_heads * V_HEAD_DIM, KV_LORA_RANK)
         name = {torch.bfloat16: "bf16", torch.float16: "fp16"}[dtype]
-        self.decode_kernel = _get_runtime().kernel(
-            f"decode qk={LATENT_DIM} v={KV_LORA_RANK} hq={num_heads} q_len=1 page={page_size} "
-            f"mask=causal lse=0 q={name} kv={name} out={name} arch={mlagen_arch(device)}")
-        self.cache_write_kernel = _get_runtime().kernel(
-            f"kv_cache_write qk={LATENT_DIM} v={KV_LORA_RANK} page={page_size} kv={name} "
-            f"arch={mlagen_arch(device)}")
+        kv = "fp8e4m3" if self.fp8 else name
+        arch = mlagen_arch(device)
+        if decode_tile_q is None:
+            decode_tile_q = default_decode_tile_q(num_heads, self.decode_q_len, page_size,
+                                                  kv_cache_dtype, arch)
+        rt = _get_runtime()
+        decode = (f"decode qk={LATENT_DIM} v={KV_LORA_RANK} hq={num_heads} "
+                  f"q_len={self.decode_q_len} page={page_size} mask=causal lse=0 q={name} "
+                  f"kv={kv} out={name}")
+        # (largest batch or None, kernel), smallest range first.
+        self.decode_kernels = [(limit, rt.kernel(f"{decode} tile_q={tile_q} arch={arch}"))
+                               for limit, tile_q in sorted(decode_tile_q)]
+        self.decode_kernels.append((None, rt.kernel(f"{decode} arch={arch}")))
+        self.decode_kernel = self.decode_kernels[-1][1]
+        self.cache_write_kernel = rt.kernel(
+            f"kv_cache_write qk={LATENT_DIM} v={KV_LORA_RANK} page={page_size} "
+            + (f"in={name} " if self.fp8 else "") + f"kv={kv} arch={arch}")
+        # kv_cache_write reads the scale from the device (vLLM's _k_scale).
+        self.k_scale_t = torch.tensor([self.k_scale], dtype=torch.float32, device=device)
+
+    def new_kv_cache(self, num_blocks, device="cuda"):
+        """An empty latent cache [num_blocks, page_size, 576] of this impl's dtype."""
+        dtype = torch.float8_e4m3fn if self.fp8 else self.dtype
+        return torch.empty(num_blocks, self.page_size, LATENT_DIM, dtype=dtype, device=device)
 
     def make_builder(self, max_batch, max_tokens, max_pages, decodes_first=True):
         return MLAMetadataBuilder(self, max_batch, max_tokens, max_pages, decodes_first)
@@ -277,7 +361,8 @@ class MlagenMLAImpl:
         """concat_and_cache_mla: kv_cache.view(-1, 576)[slot] = [kv_c | k_pe]
         for slot >= 0 (int64 slots, -1 skips a padded token)."""
         self.cache_write_kernel.kv_cache_write(
-            kv_c_normed, k_pe.reshape(-1, QK_ROPE_HEAD_DIM), kv_cache, slot_mapping)
+            kv_c_normed, k_pe.reshape(-1, QK_ROPE_HEAD_DIM), kv_cache, slot_mapping,
+            scale=self.k_scale_t if self.fp8 else None)
 
     def forward(self, q, kv_c_normed, k_pe, kv_cache, md: MLAAttentionMetadata, output):
         """q [tokens, heads, 192] (rope applied), kv_c_normed [tokens, 512],
@@ -289,15 +374,23 @@ class MlagenMLAImpl:
             kv_cache = kv_cache.squeeze(2)
         self.write_latent_cache(kv_c_normed[:n], k_pe[:n], kv_cache, md.slot_mapping)
         if md.prefill is not None:
-            self._forward_prefill(q, kv_cache, md.prefill, output)
+            self._forward_prefill(q, kv_c_normed, k_pe, kv_cache, md.prefill, output)
         if md.decode is not None:
             self._forward_decode(q, kv_cache, md.decode, output)
         return output
 
-    def _forward_prefill(self, q, kv_cache, p: MLAPrefillMetadata, output):
+    def _forward_prefill(self, q, kv_c_normed, k_pe, kv_cache, p: MLAPrefillMetadata, output):
         H = self.num_heads
         rows = slice(p.token_start, p.token_start + p.num_tokens)
-        latent = kv_cache.view(-1, LATENT_DIM).index_select(0, p.key_slots)   # [keys, 576]
+        if self.fp8:
+            # Context dequantised from the cache, the new tokens' latents
+            # from the step's inputs (vLLM's MLA prefill does the same).
+            raw = kv_cache.view(torch.uint8).view(-1, LATENT_DIM).index_select(0, p.key_slots)
+            latent = (raw.view(torch.float8_e4m3fn).float() * self.k_scale).to(q.dtype)
+            latent[p.new_key_rows] = torch.cat(
+                [kv_c_normed[rows], k_pe[rows].reshape(-1, QK_ROPE_HEAD_DIM)], -1)
+        else:
+            latent = kv_cache.view(-1, LATENT_DIM).index_select(0, p.key_slots)  # [keys, 576]
         kv_c, k_pe = latent[:, :KV_LORA_RANK], latent[:, KV_LORA_RANK:]
         keys = latent.shape[0]
         k = torch.empty(keys, H, QK_HEAD_DIM, dtype=q.dtype, device=q.device)
@@ -310,17 +403,17 @@ class MlagenMLAImpl:
                                causal=True, out=out)
 
     def _forward_decode(self, q, kv_cache, d: MLADecodeMetadata, output):
-        H, B = self.num_heads, d.num_reqs
-        rows = slice(d.token_start, d.token_start + B)
-        qd = q[rows]
-        q_cat = torch.empty(B, 1, H, LATENT_DIM, dtype=q.dtype, device=q.device)
-        # Absorb W_UK: [H, B, 128] x [H, 128, 512] -> [H, B, 512], written per head.
-        q_cat[:, 0, :, :KV_LORA_RANK] = torch.bmm(
-            qd[:, :, :QK_NOPE_HEAD_DIM].transpose(0, 1), self.W_UK).transpose(0, 1)
-        q_cat[:, 0, :, KV_LORA_RANK:] = qd[:, :, QK_NOPE_HEAD_DIM:]
-        latent_out = torch.empty(B, 1, H, KV_LORA_RANK, dtype=q.dtype, device=q.device)
-        self.decode_kernel.decode(q_cat, kv_cache, latent_out, d.block_table, d.seq_lens,
-                                  d.plan, self.scale)
-        # Un-absorb with W_UV: [H, B, 512] x [H, 512, 128] -> [H, B, 128] -> output rows.
-        o = torch.bmm(latent_out[:, 0].transpose(0, 1), self.W_UV)
-        output[rows].view(B, H, V_HEAD_DIM).copy_(o.transpose(0, 1))
+        H, B, L = self.num_heads, d.num_reqs, self.decode_q_len
+        rows = slice(d.token_start, d.token_start + B * L)
+        # Head-major buffers: the products read and write them whole, and the
+        # decode takes any strides, so no copies sit between the four kernels.
+        # Absorb: [H, B L, 192] x [H, 192, 576] -> [H, B L, 576].
+        q_abs = torch.bmm(q[rows].transpose(0, 1), self.W_UK_pe)
+        latent_out = torch.empty(H, B * L, KV_LORA_RANK, dtype=q.dtype, device=q.device)
+        as_blhd = lambda t: t.view(H, B, L, t.shape[-1]).permute(1, 2, 0, 3)
+        d.kernel.decode(as_blhd(q_abs), kv_cache, as_blhd(latent_out), d.block_table,
+                        d.seq_lens, d.plan, self.scale, kv_scale=self.k_scale if self.fp8 else 1.0)
+        # Un-absorb with W_UV: [H, B L, 512] x [H, 512, 128] -> the output rows
+        # [B L, H * 128] seen as [H, B L, 128] (row stride H * 128).
+        torch.bmm(latent_out, self.W_UV,
+                  out=output[rows].view(B * L, H, V_HEAD_DIM).transpose(0, 1))

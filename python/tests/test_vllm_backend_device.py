@@ -6,14 +6,18 @@ Run on a CUDA machine from the repo root:
 Writes vllm_backend.json under $OUT (or /tmp). Exit status 1 on any failure.
 
 Each configuration (heads 16 / 128, pages of 64 / 1 keys, decodes first as
-vLLM v1 or prefills first as v0) runs an engine-like schedule over one
+vLLM v1 or prefills first as v0, bf16 or fp8 e4m3 caches, one query token a
+decode or two (speculative decoding), decode kernels pinned by batch range)
+runs an engine-like schedule over one
 shuffled paged latent cache: mixed steps of ragged prefills (one chunked: its
 second chunk attends to a cached context) and decodes, then decode-only steps
 of which one is captured in a CUDA graph and replayed after the builder has
 written the next steps' metadata. Every step's output rows are compared with
 the un-absorbed MLA attention computed in fp32 (SDPA, math backend) from the
-same bf16 inputs; PyTorch's bf16 SDPA on the same inputs gives the scale of
-bf16 error for the table. Rows past num_actual_tokens must stay untouched;
+same bf16 inputs (with an fp8 cache: every latent the step reads from the
+cache rounded as the cache stores it, a prefill's new tokens as given);
+PyTorch's bf16 SDPA on the same inputs gives the scale of bf16 error for the
+table. Rows past num_actual_tokens must stay untouched;
 a graph replay must equal the eager forward bit for bit.
 """
 import json
@@ -43,8 +47,9 @@ class Engine:
         self.page = impl.page_size
         self.gen = torch.Generator(device="cpu").manual_seed(seed)
         self.free = torch.randperm(num_blocks, generator=self.gen).tolist()
-        self.kv_cache = torch.randn(num_blocks, self.page, be.LATENT_DIM,
-                                    generator=self.gen).to(DT).to(DEV)  # garbage everywhere
+        garbage = torch.randn(num_blocks, self.page, be.LATENT_DIM, generator=self.gen)
+        self.kv_cache = impl.new_kv_cache(num_blocks, DEV)
+        self.kv_cache.copy_(garbage.to(self.kv_cache.dtype))  # garbage everywhere
         self.reqs = {}  # id -> dict(pages, kv_c [n, 512], k_pe [n, 64])
 
     def schedule(self, batch):
@@ -76,8 +81,16 @@ class Engine:
         host = dict(query_start_loc=qsl, seq_lens=seq_lens, block_table=table, slot_mapping=slots)
         return host, (q, kv_c, k_pe)
 
+    def stored(self, x):
+        """x as the cache gives it back: bf16 as is, fp8 rounded from x / k_scale."""
+        if not self.impl.fp8:
+            return x.float()
+        s = self.impl.k_scale_t
+        return (x.float() / s).clamp(-448, 448).to(torch.float8_e4m3fn).float() * s
+
     def reference(self, batch, host, q):
-        """out [T, H*128]: fp32 math SDPA and bf16 SDPA of the un-absorbed MLA."""
+        """out [T, H*128]: fp32 math SDPA and bf16 SDPA of the un-absorbed MLA.
+        Decodes read every latent from the cache; prefills their context."""
         impl, H = self.impl, self.impl.num_heads
         W_UK, W_UV = impl.W_UK.float(), impl.W_UV.float()
         qsl = host["query_start_loc"]
@@ -85,8 +98,10 @@ class Engine:
         bf = torch.empty_like(ref)
         for i, (rid, n) in enumerate(batch):
             r = self.reqs[rid]
-            kv_c = torch.cat(r["kv_c"]).float()                      # [keys, 512]
-            k_pe = torch.cat(r["k_pe"]).float()                      # [keys, 64]
+            latent = torch.cat([torch.cat(r["kv_c"]), torch.cat(r["k_pe"])], -1)
+            cached = latent.shape[0] - (0 if n == impl.decode_q_len else n)
+            latent = torch.cat([self.stored(latent[:cached]), latent[cached:].float()])
+            kv_c, k_pe = latent[:, :be.KV_LORA_RANK], latent[:, be.KV_LORA_RANK:]
             keys = kv_c.shape[0]
             k_nope = torch.einsum("kc,hdc->hkd", kv_c, W_UK)        # [H, keys, 128]
             k = torch.cat([k_nope, k_pe[None].expand(H, -1, -1)], -1)
@@ -116,31 +131,39 @@ def check(out, n, ref, bf):
                 padding_untouched=untouched, ok=ok)
 
 
-def order(batch, decodes_first):
-    """vLLM's reorder: decodes (1 new token) at the front (v1) or the back (v0)."""
-    dec = [b for b in batch if b[1] == 1]
-    pre = [b for b in batch if b[1] != 1]
+def order(batch, decodes_first, q_len):
+    """vLLM's reorder: decodes (q_len new tokens) at the front (v1) or the back (v0)."""
+    dec = [b for b in batch if b[1] == q_len]
+    pre = [b for b in batch if b[1] != q_len]
     return dec + pre if decodes_first else pre + dec
 
 
-def run_config(heads, page, decodes_first, seed):
+def run_config(heads, page, decodes_first, seed, kv="auto", spec=0, tile_q=None):
     gen = torch.Generator(device="cpu").manual_seed(seed)
     W_UK = torch.randn(heads, be.QK_NOPE_HEAD_DIM, be.KV_LORA_RANK, generator=gen) \
         / math.sqrt(be.KV_LORA_RANK)
     W_UV = torch.randn(heads, be.KV_LORA_RANK, be.V_HEAD_DIM, generator=gen) \
         / math.sqrt(be.KV_LORA_RANK)
-    impl = be.MlagenMLAImpl(heads, page, W_UK, W_UV)
+    impl = be.MlagenMLAImpl(heads, page, W_UK, W_UV, kv_cache_dtype=kv,
+                            k_scale=0.05 if kv == "fp8" else 1.0, num_spec_tokens=spec,
+                            decode_tile_q=tile_q)
+    L = impl.decode_q_len
     max_tokens, max_batch = 2048, 16
     num_blocks = (4096 // page + 64) if page > 1 else 4096
     max_pages = 4096 // page + 2
     eng = Engine(impl, num_blocks, seed)
     builder = impl.make_builder(max_batch, max_tokens, max_pages, decodes_first)
     pad = 5  # output rows past the step's tokens: must stay NaN
-    name = f"H{heads} page{page} {'decodes-first' if decodes_first else 'prefills-first'}"
+    name = (f"H{heads} page{page} {'decodes-first' if decodes_first else 'prefills-first'}"
+            + (" fp8" if kv == "fp8" else "") + (f" q_len{L}" if L > 1 else "")
+            + "".join(f" tile_q{t}<={b}" for b, t in (tile_q or [])))
     results = []
 
+    def pinned(md):
+        return int(md.decode.kernel.fields.get("tile_q", 0)) if md.decode else 0
+
     def step(batch, label):
-        batch = order(batch, decodes_first)
+        batch = order(batch, decodes_first, L)
         host, (q, kv_c, k_pe) = eng.schedule(batch)
         md = builder.build(**host)
         n = md.num_actual_tokens
@@ -149,27 +172,28 @@ def run_config(heads, page, decodes_first, seed):
         torch.cuda.synchronize()
         r = check(out, n, *eng.reference(batch, host, q))
         results.append(dict(config=name, step=label, decodes=md.num_decodes,
-                            prefills=md.num_prefills, tokens=n,
+                            prefills=md.num_prefills, tokens=n, tile_q=pinned(md),
                             query_lens=[b[1] for b in batch], **r))
         return md
 
     # Mixed steps: ragged prompts, a chunked prefill (1000 then 500 with the
     # first chunk as context), tiny prompts, decodes of everything running.
+    tiny = 3 if L == 2 else 2
     step([(0, 300), (1, 17), (2, 1000)], "prefill")
-    step([(0, 1), (1, 1), (2, 500), (3, 65)], "mixed")
-    step([(0, 1), (1, 1), (2, 1), (3, 1), (4, 2)], "mixed")
-    step([(0, 1), (1, 1), (2, 1), (3, 1), (4, 1), (5, 130)], "mixed")
-    step([(r, 1) for r in range(6)], "decode")
+    step([(0, L), (1, L), (2, 500), (3, 65)], "mixed")
+    step([(0, L), (1, L), (2, L), (3, L), (4, tiny)], "mixed")
+    step([(0, L), (1, L), (2, L), (3, L), (4, L), (5, 130)], "mixed")
+    step([(r, L) for r in range(6)], "decode")
 
     # CUDA graph: static inputs and output, one capture of the decode-only
     # forward (cache write, absorb, mlagen decode, W_UV), replayed after
     # build() wrote the next step's slot mapping, block table, seq_lens and plan.
-    B = 6
-    s_q = torch.zeros(B, heads, be.QK_HEAD_DIM, dtype=DT, device=DEV)
-    s_kv = torch.zeros(B, be.KV_LORA_RANK, dtype=DT, device=DEV)
-    s_pe = torch.zeros(B, 1, be.QK_ROPE_HEAD_DIM, dtype=DT, device=DEV)
-    s_out = torch.full((B + pad, heads * be.V_HEAD_DIM), float("nan"), dtype=DT, device=DEV)
-    batch = [(r, 1) for r in range(B)]
+    B, T = 6, 6 * L
+    s_q = torch.zeros(T, heads, be.QK_HEAD_DIM, dtype=DT, device=DEV)
+    s_kv = torch.zeros(T, be.KV_LORA_RANK, dtype=DT, device=DEV)
+    s_pe = torch.zeros(T, 1, be.QK_ROPE_HEAD_DIM, dtype=DT, device=DEV)
+    s_out = torch.full((T + pad, heads * be.V_HEAD_DIM), float("nan"), dtype=DT, device=DEV)
+    batch = [(r, L) for r in range(B)]
     host, inputs = eng.schedule(batch)
     md = builder.build(**host)
     for s, t in zip((s_q, s_kv, s_pe), inputs):
@@ -180,9 +204,9 @@ def run_config(heads, page, decodes_first, seed):
         impl.forward(s_q, s_kv, s_pe, eng.kv_cache, md, s_out)
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
-    r = check(s_out, B, *eng.reference(batch, host, inputs[0]))
+    r = check(s_out, T, *eng.reference(batch, host, inputs[0]))
     results.append(dict(config=name, step="graph warm-up (eager)", decodes=B, prefills=0,
-                        tokens=B, query_lens=[1] * B, **r))
+                        tokens=T, tile_q=pinned(md), query_lens=[L] * B, **r))
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         impl.forward(s_q, s_kv, s_pe, eng.kv_cache, md, s_out)
@@ -194,15 +218,16 @@ def run_config(heads, page, decodes_first, seed):
         graph.replay()
         torch.cuda.synchronize()
         replayed = s_out.clone()
-        r = check(replayed, B, *eng.reference(batch, host, inputs[0]))
+        r = check(replayed, T, *eng.reference(batch, host, inputs[0]))
         # The same step eagerly (rewriting the same latents is idempotent).
         eager = torch.full_like(s_out, float("nan"))
         impl.forward(s_q, s_kv, s_pe, eng.kv_cache, builder.build(**host), eager)
         torch.cuda.synchronize()
-        bitwise = bool(torch.equal(replayed[:B], eager[:B]))
+        bitwise = bool(torch.equal(replayed[:T], eager[:T]))
         r["ok"] = r["ok"] and bitwise
         results.append(dict(config=name, step=f"graph replay {replay}", decodes=B, prefills=0,
-                            tokens=B, query_lens=[1] * B, replay_equals_eager=bitwise, **r))
+                            tokens=T, tile_q=pinned(md), query_lens=[L] * B,
+                            replay_equals_eager=bitwise, **r))
     return results
 
 
@@ -267,10 +292,21 @@ def main():
     torch.manual_seed(0)
     print("device:", torch.cuda.get_device_name(), flush=True)
     results = []
-    configs = [(16, 64, True), (128, 1, False), (128, 64, True), (16, 1, True)]
-    for i, (heads, page, first) in enumerate(configs):
+    # (heads, page, decodes first, options): bf16 caches, fp8 caches (16 heads:
+    # the e4m3 product kernel; 128 heads: 64-row widened at page 64, 32-row
+    # blocks at page 1), two query tokens a decode, and decode kernels pinned
+    # to 16-row blocks for steps of at most 4 decodes (so both kernels run;
+    # the default pins, default_decode_tile_q, would take 16 rows for every
+    # step here).
+    configs = [(16, 64, True, {}), (128, 1, False, {}), (128, 64, True, {}), (16, 1, True, {}),
+               (16, 64, True, dict(kv="fp8")),
+               (128, 64, True, dict(kv="fp8", tile_q=[(4, 16)])),
+               (128, 1, False, dict(kv="fp8")),
+               (16, 64, False, dict(kv="fp8", spec=1, tile_q=[(4, 16)])),
+               (16, 1, True, dict(spec=1, tile_q=[(4, 16)]))]
+    for i, (heads, page, first, opts) in enumerate(configs):
         try:
-            results += run_config(heads, page, first, seed=100 + i)
+            results += run_config(heads, page, first, seed=100 + i, **opts)
         except Exception as e:  # report and go on: one config's failure is one row
             import traceback
             traceback.print_exc()
@@ -279,16 +315,17 @@ def main():
     checks = binding_checks()
     for c in checks:
         print(f"{'PASS' if c['ok'] else 'FAIL'} binding: {c['check']}: {c.get('error', '')}")
-    print(f"\n{'config':<28} {'step':<22} {'dec':>3} {'pre':>3} {'tok':>5} "
+    print(f"\n{'config':<52} {'step':<22} {'dec':>3} {'pre':>3} {'tok':>5} {'tq':>2} "
           f"{'mlagen err':>10} {'sdpa bf16':>10}  result")
     for r in results:
         if "max_abs_err" in r:
-            print(f"{r['config']:<28} {r['step']:<22} {r['decodes']:>3} {r['prefills']:>3} "
-                  f"{r['tokens']:>5} {r['max_abs_err']:>10.2e} {r['sdpa_bf16_max_abs_err']:>10.2e}"
+            print(f"{r['config']:<52} {r['step']:<22} {r['decodes']:>3} {r['prefills']:>3} "
+                  f"{r['tokens']:>5} {r['tile_q']:>2} "
+                  f"{r['max_abs_err']:>10.2e} {r['sdpa_bf16_max_abs_err']:>10.2e}"
                   f"  {'PASS' if r['ok'] else 'FAIL'}"
                   + ("" if r.get("replay_equals_eager", True) else " (replay != eager)"))
         else:
-            print(f"{r['config']:<28} {r['step']:<22} FAIL {r.get('error')}")
+            print(f"{r['config']:<52} {r['step']:<22} FAIL {r.get('error')}")
     out_dir = os.environ.get("OUT", "/tmp")
     with open(os.path.join(out_dir, "vllm_backend.json"), "w") as f:
         json.dump(dict(gpu=torch.cuda.get_device_name(),
