@@ -5,14 +5,15 @@ W_UV), after a 256 MB write that evicts L2 (other layers run between two
 calls of one layer), CUDA events around each replay, median of --reps.
 The decode kernel alone is timed the same way.
 
-For each cache dtype, query length and batch it runs the compiler's decode
+For each cache dtype (auto, fp8, and fp8q: an fp8 cache with e4m3 decode
+queries), query length and batch it runs the compiler's decode
 kernel and each pinned tile_q of --tile-q that the signature allows, in
 alternating rounds, and says which is fastest: the evidence behind
 default_decode_tile_q.
 
     PYTHONPATH=python MLAGEN_LIBRARY=carry/libmlagen.so \\
         python3 python/examples/bench_vllm_backend.py [--heads 16] [--q-len 1,2] \\
-        [--kv auto,fp8] [--batches 16,32,64,128,256] [--seq 4096] [--tile-q 16,32]
+        [--kv auto,fp8,fp8q] [--batches 16,32,64,128,256] [--seq 4096] [--tile-q 16,32]
 
 Writes vllm_backend_bench.json and .md under $OUT (or /tmp).
 """
@@ -57,8 +58,10 @@ class Step:
             / math.sqrt(be.KV_LORA_RANK)
         W_UV = torch.randn(heads, be.KV_LORA_RANK, be.V_HEAD_DIM, generator=gen) \
             / math.sqrt(be.KV_LORA_RANK)
+        # kv "fp8q": an fp8 cache and an e4m3 decode query.
         self.impl = be.MlagenMLAImpl(
-            heads, PAGE, W_UK, W_UV, kv_cache_dtype=kv, k_scale=0.05 if kv == "fp8" else 1.0,
+            heads, PAGE, W_UK, W_UV, kv_cache_dtype="auto" if kv == "auto" else "fp8",
+            k_scale=1.0 if kv == "auto" else 0.05, fp8_query=kv == "fp8q", q_scale=1 / 32,
             num_spec_tokens=q_len - 1, decode_tile_q=[(batch, tile_q)] if tile_q else [])
         pages = seq // PAGE
         self.cache = self.impl.new_kv_cache(batch * pages + 1, DEV)
@@ -77,6 +80,8 @@ class Step:
         d = self.md.decode
         self.q_cat = torch.randn(batch, q_len, heads, be.LATENT_DIM, device=DEV,
                                  dtype=torch.bfloat16)
+        if kv == "fp8q":
+            self.q_cat = self.q_cat.to(torch.float8_e4m3fn)
         self.latent_out = torch.empty(batch, q_len, heads, be.KV_LORA_RANK, device=DEV,
                                       dtype=torch.bfloat16)
         self.tile_q = int(d.kernel.fields.get("tile_q", 0))
@@ -84,7 +89,8 @@ class Step:
                                             self.out)
         decode = lambda: d.kernel.decode(self.q_cat, self.cache, self.latent_out, d.block_table,
                                          d.seq_lens, d.plan, self.impl.scale,
-                                         kv_scale=self.impl.k_scale)
+                                         kv_scale=self.impl.k_scale,
+                                         q_scale=self.impl.q_scale if kv == "fp8q" else 1.0)
         self.graphs = {}
         for name, fn in (("forward", forward), ("decode", decode)):
             side = torch.cuda.Stream()
@@ -103,7 +109,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--heads", type=int, default=16)
     ap.add_argument("--q-len", default="1,2")
-    ap.add_argument("--kv", default="auto,fp8")
+    ap.add_argument("--kv", default="auto,fp8,fp8q")
     ap.add_argument("--batches", default="16,32,64,128,256")
     ap.add_argument("--seq", type=int, default=4096)
     ap.add_argument("--tile-q", default="16,32")

@@ -43,7 +43,9 @@ kv_cache_dtype="fp8" (vLLM's --kv-cache-dtype fp8): the cache holds e4m3
 per-tensor scale, vLLM's _k_scale_float). The decode reads it with mlagen's
 fp8-cache kernel (bf16 q); a prefill gathers its context from the cache
 dequantised and takes its new tokens' latents from the step's inputs, as
-vLLM's MLA prefill does.
+vLLM's MLA prefill does. With fp8_query the decode's absorbed q is e4m3 too
+(stored as x / q_scale, vLLM's _q_scale), so the kernel multiplies e4m3 by
+e4m3 on the tensor cores.
 
 num_spec_tokens > 0 (speculative decoding): a decode request carries 1 +
 num_spec_tokens query tokens (vLLM's uniform decode query length); requests
@@ -77,16 +79,19 @@ def mlagen_arch(device=None):
     return "sm_90a" if (major, minor) >= (9, 0) else "sm_80"
 
 
-def default_decode_tile_q(num_heads, q_len, page_size, kv_cache_dtype, arch):
+def default_decode_tile_q(num_heads, q_len, page_size, kv_cache_dtype, fp8_query, arch):
     """Pinned q rows a block by batch range, where an H200 ran the layer's
     decode forward faster (bench_vllm_backend.py; python/examples/README.md).
-    Both on an fp8 cache with bf16 q: 32 rows a request (16 heads at q_len 2,
-    32 heads) in 16-row e4m3 blocks up to 64 requests (8-11% faster); 128
-    rows at pages of 64 in 16-row blocks up to 16 requests (8-21%). Elsewhere
-    the compiler's block wins."""
+    All on an fp8 cache. With bf16 q: 32 rows a request (16 heads at q_len
+    2, 32 heads) in 16-row e4m3 blocks up to 64 requests (8-11% faster); 128
+    rows at pages of 64 in 16-row blocks up to 16 requests (8-21%). With an
+    e4m3 q: 32 rows in 16-row blocks up to 16 requests (7%). Elsewhere the
+    compiler's block wins."""
     if arch != "sm_90a" or kv_cache_dtype != "fp8":
         return []
     rows = num_heads * q_len
+    if fp8_query:
+        return [(16, 16)] if rows == 32 else []
     if rows == 32:
         return [(64, 16)]
     if rows == 128 and page_size == 64:
@@ -298,23 +303,27 @@ class MlagenMLAImpl:
     """vLLM's MLACommonImpl on mlagen. num_heads q heads, one latent KV head;
     page_size keys per cache block (64 or 1 for the default kernels).
     kv_cache_dtype "auto" (the model's dtype) or "fp8" (e4m3, stored as
-    x / k_scale); num_spec_tokens draft tokens a decode request;
+    x / k_scale); fp8_query: the decode's q in e4m3 too (x / q_scale; fp8
+    caches only); num_spec_tokens draft tokens a decode request;
     decode_tile_q: [(largest batch, tile_q)] pinned blocks by batch range
     (None: default_decode_tile_q)."""
 
     def __init__(self, num_heads, page_size, W_UK, W_UV, scale=None, dtype=torch.bfloat16,
-                 device="cuda", kv_cache_dtype="auto", k_scale=1.0, num_spec_tokens=0,
-                 decode_tile_q=None):
+                 device="cuda", kv_cache_dtype="auto", k_scale=1.0, fp8_query=False,
+                 q_scale=1.0, num_spec_tokens=0, decode_tile_q=None):
         assert W_UK.shape == (num_heads, QK_NOPE_HEAD_DIM, KV_LORA_RANK), W_UK.shape
         assert W_UV.shape == (num_heads, KV_LORA_RANK, V_HEAD_DIM), W_UV.shape
         if kv_cache_dtype not in ("auto", "fp8"):
             raise ValueError(f"kv_cache_dtype must be 'auto' or 'fp8', got {kv_cache_dtype!r}")
+        if fp8_query and kv_cache_dtype != "fp8":
+            raise ValueError("fp8_query needs kv_cache_dtype='fp8'")
         if num_spec_tokens < 0:
             raise ValueError(f"num_spec_tokens must be >= 0, got {num_spec_tokens}")
         self.num_heads, self.page_size, self.dtype = num_heads, page_size, dtype
         self.kv_cache_dtype = kv_cache_dtype
         self.fp8 = kv_cache_dtype == "fp8"
         self.k_scale = float(k_scale)
+        self.fp8_query, self.q_scale = fp8_query, float(q_scale)
         self.decode_q_len = 1 + num_spec_tokens
         self.scale = scale if scale is not None else 1.0 / math.sqrt(QK_HEAD_DIM)
         self.W_UK = W_UK.to(device, dtype).contiguous()
@@ -325,6 +334,8 @@ class MlagenMLAImpl:
         self.W_UK_pe = torch.zeros(num_heads, QK_HEAD_DIM, LATENT_DIM, dtype=dtype, device=device)
         self.W_UK_pe[:, :QK_NOPE_HEAD_DIM, :KV_LORA_RANK] = self.W_UK
         self.W_UK_pe[:, QK_NOPE_HEAD_DIM:, KV_LORA_RANK:] = torch.eye(QK_ROPE_HEAD_DIM)
+        if fp8_query:  # the product gives x / q_scale, ready to round to e4m3
+            self.W_UK_pe = (self.W_UK_pe.float() / self.q_scale).to(dtype)
         # For the prefill up-projection of the latent to per-head k_nope and v.
         self.W_UK_flat = self.W_UK.reshape(num_heads * QK_NOPE_HEAD_DIM, KV_LORA_RANK)
         self.W_UV_flat = self.W_UV.permute(0, 2, 1).reshape(num_heads * V_HEAD_DIM, KV_LORA_RANK)
@@ -333,11 +344,11 @@ class MlagenMLAImpl:
         arch = mlagen_arch(device)
         if decode_tile_q is None:
             decode_tile_q = default_decode_tile_q(num_heads, self.decode_q_len, page_size,
-                                                  kv_cache_dtype, arch)
+                                                  kv_cache_dtype, fp8_query, arch)
         rt = _get_runtime()
         decode = (f"decode qk={LATENT_DIM} v={KV_LORA_RANK} hq={num_heads} "
-                  f"q_len={self.decode_q_len} page={page_size} mask=causal lse=0 q={name} "
-                  f"kv={kv} out={name}")
+                  f"q_len={self.decode_q_len} page={page_size} mask=causal lse=0 "
+                  f"q={'fp8e4m3' if fp8_query else name} kv={kv} out={name}")
         # (largest batch or None, kernel), smallest range first.
         self.decode_kernels = [(limit, rt.kernel(f"{decode} tile_q={tile_q} arch={arch}"))
                                for limit, tile_q in sorted(decode_tile_q)]
@@ -353,6 +364,15 @@ class MlagenMLAImpl:
         """An empty latent cache [num_blocks, page_size, 576] of this impl's dtype."""
         dtype = torch.float8_e4m3fn if self.fp8 else self.dtype
         return torch.empty(num_blocks, self.page_size, LATENT_DIM, dtype=dtype, device=device)
+
+    def decode_query(self, q_rows):
+        """q_rows [tokens, H, 192] -> the decode's q, head-major [H, tokens, 576]:
+        [q_nope W_UK | q_pe] as one product ([H, tokens, 192] x [H, 192, 576]);
+        with fp8_query rounded to e4m3 (the weights carry 1 / q_scale)."""
+        q_abs = torch.bmm(q_rows.transpose(0, 1), self.W_UK_pe)
+        if self.fp8_query:
+            q_abs = q_abs.clamp_(-448, 448).to(torch.float8_e4m3fn)
+        return q_abs
 
     def make_builder(self, max_batch, max_tokens, max_pages, decodes_first=True):
         return MLAMetadataBuilder(self, max_batch, max_tokens, max_pages, decodes_first)
@@ -406,13 +426,13 @@ class MlagenMLAImpl:
         H, B, L = self.num_heads, d.num_reqs, self.decode_q_len
         rows = slice(d.token_start, d.token_start + B * L)
         # Head-major buffers: the products read and write them whole, and the
-        # decode takes any strides, so no copies sit between the four kernels.
-        # Absorb: [H, B L, 192] x [H, 192, 576] -> [H, B L, 576].
-        q_abs = torch.bmm(q[rows].transpose(0, 1), self.W_UK_pe)
+        # decode takes any strides, so no copies sit between the kernels.
+        q_abs = self.decode_query(q[rows])
         latent_out = torch.empty(H, B * L, KV_LORA_RANK, dtype=q.dtype, device=q.device)
         as_blhd = lambda t: t.view(H, B, L, t.shape[-1]).permute(1, 2, 0, 3)
         d.kernel.decode(as_blhd(q_abs), kv_cache, as_blhd(latent_out), d.block_table,
-                        d.seq_lens, d.plan, self.scale, kv_scale=self.k_scale if self.fp8 else 1.0)
+                        d.seq_lens, d.plan, self.scale, kv_scale=self.k_scale if self.fp8 else 1.0,
+                        q_scale=self.q_scale if self.fp8_query else 1.0)
         # Un-absorb with W_UV: [H, B L, 512] x [H, 512, 128] -> the output rows
         # [B L, H * 128] seen as [H, B L, 128] (row stride H * 128).
         torch.bmm(latent_out, self.W_UV,

@@ -6,8 +6,9 @@ Run on a CUDA machine from the repo root:
 Writes vllm_backend.json under $OUT (or /tmp). Exit status 1 on any failure.
 
 Each configuration (heads 16 / 128, pages of 64 / 1 keys, decodes first as
-vLLM v1 or prefills first as v0, bf16 or fp8 e4m3 caches, one query token a
-decode or two (speculative decoding), decode kernels pinned by batch range)
+vLLM v1 or prefills first as v0, bf16 or fp8 e4m3 caches, bf16 or e4m3
+decode queries, one query token a decode or two (speculative decoding),
+decode kernels pinned by batch range)
 runs an engine-like schedule over one
 shuffled paged latent cache: mixed steps of ragged prefills (one chunked: its
 second chunk attends to a cached context) and decodes, then decode-only steps
@@ -17,7 +18,8 @@ the un-absorbed MLA attention computed in fp32 (SDPA, math backend) from the
 same bf16 inputs (with an fp8 cache: every latent the step reads from the
 cache rounded as the cache stores it, a prefill's new tokens as given);
 PyTorch's bf16 SDPA on the same inputs gives the scale of bf16 error for the
-table. Rows past num_actual_tokens must stay untouched;
+table. With an e4m3 decode query the reference attends in the latent space
+with the decode's own rounded q. Rows past num_actual_tokens must stay untouched;
 a graph replay must equal the eager forward bit for bit.
 """
 import json
@@ -110,6 +112,22 @@ class Engine:
             # Bottom-right causal: query t of n sees keys [0, keys - n + t].
             mask = (torch.arange(keys, device=DEV)[None, :]
                     <= torch.arange(n, device=DEV)[:, None] + keys - n)
+            if impl.fp8_query and n == impl.decode_q_len:
+                # An fp8 query is rounded after the absorb: attend in the
+                # latent space with the decode's own e4m3 q (equal to the
+                # un-absorbed form in exact arithmetic).
+                qa = impl.decode_query(q[qsl[i]:qsl[i + 1]]).float() * impl.q_scale
+                s = torch.einsum("hnc,kc->hnk", qa, latent) * impl.scale
+                p = torch.softmax(s.masked_fill(~mask, float("-inf")), -1)
+                o = torch.einsum("hnk,kc,hcd->hnd", p, kv_c, W_UV)
+                ref[qsl[i]:qsl[i + 1]] = o.transpose(0, 1).reshape(n, -1)
+                # bf16 SDPA of the same latent-space attention: the error scale.
+                o = F.scaled_dot_product_attention(
+                    qa.to(DT)[None], latent.to(DT).expand(1, H, -1, -1),
+                    kv_c.to(DT).expand(1, H, -1, -1), attn_mask=mask, scale=impl.scale)[0]
+                o = torch.einsum("hnc,hcd->hnd", o.float(), W_UV)
+                bf[qsl[i]:qsl[i + 1]] = o.transpose(0, 1).reshape(n, -1)
+                continue
             with sdpa_kernel(SDPBackend.MATH):
                 o = F.scaled_dot_product_attention(qb[None], k[None], v[None], attn_mask=mask,
                                                    scale=impl.scale)[0]
@@ -138,15 +156,16 @@ def order(batch, decodes_first, q_len):
     return dec + pre if decodes_first else pre + dec
 
 
-def run_config(heads, page, decodes_first, seed, kv="auto", spec=0, tile_q=None):
+def run_config(heads, page, decodes_first, seed, kv="auto", spec=0, tile_q=None,
+               fp8_query=False):
     gen = torch.Generator(device="cpu").manual_seed(seed)
     W_UK = torch.randn(heads, be.QK_NOPE_HEAD_DIM, be.KV_LORA_RANK, generator=gen) \
         / math.sqrt(be.KV_LORA_RANK)
     W_UV = torch.randn(heads, be.KV_LORA_RANK, be.V_HEAD_DIM, generator=gen) \
         / math.sqrt(be.KV_LORA_RANK)
     impl = be.MlagenMLAImpl(heads, page, W_UK, W_UV, kv_cache_dtype=kv,
-                            k_scale=0.05 if kv == "fp8" else 1.0, num_spec_tokens=spec,
-                            decode_tile_q=tile_q)
+                            k_scale=0.05 if kv == "fp8" else 1.0, fp8_query=fp8_query,
+                            q_scale=1 / 32, num_spec_tokens=spec, decode_tile_q=tile_q)
     L = impl.decode_q_len
     max_tokens, max_batch = 2048, 16
     num_blocks = (4096 // page + 64) if page > 1 else 4096
@@ -155,7 +174,8 @@ def run_config(heads, page, decodes_first, seed, kv="auto", spec=0, tile_q=None)
     builder = impl.make_builder(max_batch, max_tokens, max_pages, decodes_first)
     pad = 5  # output rows past the step's tokens: must stay NaN
     name = (f"H{heads} page{page} {'decodes-first' if decodes_first else 'prefills-first'}"
-            + (" fp8" if kv == "fp8" else "") + (f" q_len{L}" if L > 1 else "")
+            + (" fp8" if kv == "fp8" else "") + (" fp8-q" if fp8_query else "")
+            + (f" q_len{L}" if L > 1 else "")
             + "".join(f" tile_q{t}<={b}" for b, t in (tile_q or [])))
     results = []
 
@@ -303,7 +323,9 @@ def main():
                (128, 64, True, dict(kv="fp8", tile_q=[(4, 16)])),
                (128, 1, False, dict(kv="fp8")),
                (16, 64, False, dict(kv="fp8", spec=1, tile_q=[(4, 16)])),
-               (16, 1, True, dict(spec=1, tile_q=[(4, 16)]))]
+               (16, 1, True, dict(spec=1, tile_q=[(4, 16)])),
+               (16, 64, True, dict(kv="fp8", fp8_query=True, spec=1, tile_q=[(4, 16)])),
+               (128, 1, False, dict(kv="fp8", fp8_query=True))]
     for i, (heads, page, first, opts) in enumerate(configs):
         try:
             results += run_config(heads, page, first, seed=100 + i, **opts)
