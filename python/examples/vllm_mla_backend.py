@@ -334,8 +334,6 @@ class MlagenMLAImpl:
         self.W_UK_pe = torch.zeros(num_heads, QK_HEAD_DIM, LATENT_DIM, dtype=dtype, device=device)
         self.W_UK_pe[:, :QK_NOPE_HEAD_DIM, :KV_LORA_RANK] = self.W_UK
         self.W_UK_pe[:, QK_NOPE_HEAD_DIM:, KV_LORA_RANK:] = torch.eye(QK_ROPE_HEAD_DIM)
-        if fp8_query:  # the product gives x / q_scale, ready to round to e4m3
-            self.W_UK_pe = (self.W_UK_pe.float() / self.q_scale).to(dtype)
         # For the prefill up-projection of the latent to per-head k_nope and v.
         self.W_UK_flat = self.W_UK.reshape(num_heads * QK_NOPE_HEAD_DIM, KV_LORA_RANK)
         self.W_UV_flat = self.W_UV.permute(0, 2, 1).reshape(num_heads * V_HEAD_DIM, KV_LORA_RANK)
@@ -359,6 +357,15 @@ class MlagenMLAImpl:
             + (f"in={name} " if self.fp8 else "") + f"kv={kv} arch={arch}")
         # kv_cache_write reads the scale from the device (vLLM's _k_scale).
         self.k_scale_t = torch.tensor([self.k_scale], dtype=torch.float32, device=device)
+        if fp8_query:
+            # The e4m3 q in one pass: the MLA cache write rounds rows of 576
+            # ([512 | 64]) to fp8(x / scale), saturated, at given slots, so
+            # with pages of one row and slots 0..rows-1 it quantises q.
+            self.q_round_kernel = rt.kernel(
+                f"kv_cache_write qk={LATENT_DIM} v={KV_LORA_RANK} page=1 in={name} "
+                f"kv=fp8e4m3 arch={arch}")
+            self.q_scale_t = torch.tensor([self.q_scale], dtype=torch.float32, device=device)
+            self.q_rows = torch.arange(0, dtype=torch.int32, device=device)
 
     def new_kv_cache(self, num_blocks, device="cuda"):
         """An empty latent cache [num_blocks, page_size, 576] of this impl's dtype."""
@@ -368,11 +375,19 @@ class MlagenMLAImpl:
     def decode_query(self, q_rows):
         """q_rows [tokens, H, 192] -> the decode's q, head-major [H, tokens, 576]:
         [q_nope W_UK | q_pe] as one product ([H, tokens, 192] x [H, 192, 576]);
-        with fp8_query rounded to e4m3 (the weights carry 1 / q_scale)."""
+        with fp8_query e4m3(x / q_scale), saturated."""
         q_abs = torch.bmm(q_rows.transpose(0, 1), self.W_UK_pe)
-        if self.fp8_query:
-            q_abs = q_abs.clamp_(-448, 448).to(torch.float8_e4m3fn)
-        return q_abs
+        if not self.fp8_query:
+            return q_abs
+        rows = q_abs.shape[0] * q_abs.shape[1]
+        if self.q_rows.numel() < rows:  # grows once per larger batch (before capture)
+            self.q_rows = torch.arange(rows, dtype=torch.int32, device=q_abs.device)
+        flat = q_abs.view(rows, LATENT_DIM)
+        q8 = torch.empty(q_abs.shape, dtype=torch.float8_e4m3fn, device=q_abs.device)
+        self.q_round_kernel.kv_cache_write(flat[:, :KV_LORA_RANK], flat[:, KV_LORA_RANK:],
+                                           q8.view(rows, 1, LATENT_DIM), self.q_rows[:rows],
+                                           scale=self.q_scale_t)
+        return q8
 
     def make_builder(self, max_batch, max_tokens, max_pages, decodes_first=True):
         return MLAMetadataBuilder(self, max_batch, max_tokens, max_pages, decodes_first)
