@@ -153,7 +153,8 @@ class MLAPrefillMetadata:
     query_start_loc: torch.Tensor    # [num_reqs + 1] int32, device, prefill-local
     key_start_loc: torch.Tensor      # [num_reqs + 1] int32, device: cumulative seq_lens
     key_slots: torch.Tensor          # [total keys] int64, device: cache slot of every key
-    new_key_rows: torch.Tensor       # [num_tokens] int64, device: each new token's key row
+    new_key_rows: Optional[torch.Tensor]  # [num_tokens] int64, device: each new token's
+                                          # key row (fp8 caches only)
     max_query_len: int
     max_seq_len: int
 
@@ -280,10 +281,14 @@ class MLAMetadataBuilder:
                                    + torch.arange(int(n)) % page
                                    for i, n in enumerate(plens.tolist())])
             zero = torch.zeros(1, dtype=torch.int64)
-            # The new tokens are each request's last query_len keys.
-            key_end = plens.cumsum(0)
-            new_key_rows = torch.cat([torch.arange(int(e - n), int(e))
-                                      for e, n in zip(key_end.tolist(), pq.tolist())])
+            # The new tokens are each request's last query_len keys (an fp8
+            # cache's prefill takes them from the step's inputs).
+            new_key_rows = None
+            if self.impl.fp8:
+                key_end = plens.cumsum(0)
+                new_key_rows = torch.cat([torch.arange(int(e - n), int(e)) for e, n in
+                                          zip(key_end.tolist(), pq.tolist())]).to(
+                    self.device, non_blocking=True)
             md.prefill = MLAPrefillMetadata(
                 num_reqs=md.num_prefills, num_tokens=md.num_prefill_tokens,
                 token_start=prefill_token_start,
@@ -292,7 +297,7 @@ class MLAMetadataBuilder:
                 key_start_loc=torch.cat([zero, plens.cumsum(0)]).to(torch.int32).to(
                     self.device, non_blocking=True),
                 key_slots=key_slots.to(self.device, non_blocking=True),
-                new_key_rows=new_key_rows.to(self.device, non_blocking=True),
+                new_key_rows=new_key_rows,
                 max_query_len=int(pq.max()), max_seq_len=int(plens.max()))
         return md
 
@@ -351,7 +356,6 @@ class MlagenMLAImpl:
         self.decode_kernels = [(limit, rt.kernel(f"{decode} tile_q={tile_q} arch={arch}"))
                                for limit, tile_q in sorted(decode_tile_q)]
         self.decode_kernels.append((None, rt.kernel(f"{decode} arch={arch}")))
-        self.decode_kernel = self.decode_kernels[-1][1]
         self.cache_write_kernel = rt.kernel(
             f"kv_cache_write qk={LATENT_DIM} v={KV_LORA_RANK} page={page_size} "
             + (f"in={name} " if self.fp8 else "") + f"kv={kv} arch={arch}")
@@ -365,7 +369,7 @@ class MlagenMLAImpl:
                 f"kv_cache_write qk={LATENT_DIM} v={KV_LORA_RANK} page=1 in={name} "
                 f"kv=fp8e4m3 arch={arch}")
             self.q_scale_t = torch.tensor([self.q_scale], dtype=torch.float32, device=device)
-            self.q_rows = torch.arange(0, dtype=torch.int32, device=device)
+            self.q_slots = torch.arange(0, dtype=torch.int32, device=device)
 
     def new_kv_cache(self, num_blocks, device="cuda"):
         """An empty latent cache [num_blocks, page_size, 576] of this impl's dtype."""
@@ -380,12 +384,12 @@ class MlagenMLAImpl:
         if not self.fp8_query:
             return q_abs
         rows = q_abs.shape[0] * q_abs.shape[1]
-        if self.q_rows.numel() < rows:  # grows once per larger batch (before capture)
-            self.q_rows = torch.arange(rows, dtype=torch.int32, device=q_abs.device)
+        if self.q_slots.numel() < rows:  # grows once per larger batch (before capture)
+            self.q_slots = torch.arange(rows, dtype=torch.int32, device=q_abs.device)
         flat = q_abs.view(rows, LATENT_DIM)
         q8 = torch.empty(q_abs.shape, dtype=torch.float8_e4m3fn, device=q_abs.device)
         self.q_round_kernel.kv_cache_write(flat[:, :KV_LORA_RANK], flat[:, KV_LORA_RANK:],
-                                           q8.view(rows, 1, LATENT_DIM), self.q_rows[:rows],
+                                           q8.view(rows, 1, LATENT_DIM), self.q_slots[:rows],
                                            scale=self.q_scale_t)
         return q8
 
