@@ -572,8 +572,15 @@ MLAGEN_DEVICE void merge_pair_if_second(const Job &job, const Output &output, in
 // share of the running sum. Every warp keeps the state of every row of the
 // block; they all apply the same updates, so they agree bit for bit.
 struct RowState {
-  float max = kNegInf;
-  float sum = 0.0f;
+  float max;
+  float sum;
+
+  // A constructor, not default member initializers: CUDA 13.0's compilers
+  // (NVRTC and nvcc alike) initialise only the first inner array of a 2-D
+  // array of a struct with default member initializers and zero the rest
+  // (RowState rows[4][2] began with max 0 in rows[1..3], so rows whose
+  // logits were all negative took exp2 against 0 and their fp16 P underflowed).
+  MLAGEN_DEVICE RowState() : max(kNegInf), sum(0.0f) {}
 
   // Takes the tile's row max (log2 units); returns the factor rescaling what
   // was accumulated and sets `base`, subtracted before exp2. A row that has

@@ -134,8 +134,15 @@ struct Logits {
 // Online-softmax state of one query row: running max (log2 units) and this
 // lane's share of the running sum (lanes are summed once, at the end).
 struct RowState {
-  float max = kNegInf;
-  float sum = 0.0f;
+  float max;
+  float sum;
+
+  // A constructor, not default member initializers: CUDA 13.0's compilers
+  // (NVRTC and nvcc alike) initialise only the first inner array of a 2-D
+  // array of a struct with default member initializers and zero the rest
+  // (RowState rows[4][2] began with max 0 in rows[1..3], so rows whose
+  // logits were all negative took exp2 against 0 and their fp16 P underflowed).
+  MLAGEN_DEVICE RowState() : max(kNegInf), sum(0.0f) {}
 
   // Takes the tile's row max (log2 units, over all lanes); returns the
   // factor that rescales what was accumulated so far and sets `base`, the
