@@ -109,7 +109,7 @@ def cudnn_gqa_decode_GBps(batch, seq):
 
 def main():
     rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
-    arch = "sm_90a" if torch.cuda.get_device_capability() >= (9, 0) else "sm_80"
+    arch = mlagen.default_arch()
     res = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
     x = torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
     y = torch.empty_like(x)

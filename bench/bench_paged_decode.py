@@ -79,7 +79,7 @@ def sdpa_decode(batch, backend):
 
 def main():
     rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
-    arch = "sm_90a" if torch.cuda.get_device_capability() >= (9, 0) else "sm_80"
+    arch = mlagen.default_arch()
     res = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": []}
     for batch in (64, 128):
         peers = {}

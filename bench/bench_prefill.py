@@ -98,7 +98,7 @@ def sdpa_fns(lens, heads, causal, dqk, dv):
 def main():
     quick = "--quick" in sys.argv
     rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
-    arch = "sm_90a" if torch.cuda.get_device_capability() >= (9, 0) else "sm_80"
+    arch = mlagen.default_arch()
     # (label, lens, hq, hkv, qk, v)
     shapes = [("B4 H16 S4096", [4096] * 4, 16, 16, 192, 128),
               ("B1 H128 S8192", [8192], 128, 128, 192, 128),

@@ -25,7 +25,7 @@ import mlagen
 
 def main():
     rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
-    arch = "sm_90a" if torch.cuda.get_device_capability() >= (9, 0) else "sm_80"
+    arch = mlagen.default_arch()
     out_dir = os.environ.get("OUT", "/tmp")
     res = {"gpu": torch.cuda.get_device_name(), "prefill": [], "decode_batch": [], "decode_seq": []}
     for s in (512, 1024, 2048, 4096, 8192, 16384):

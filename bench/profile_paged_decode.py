@@ -20,7 +20,7 @@ batch = int(sys.argv[1]) if len(sys.argv) > 1 else 64
 page = int(sys.argv[2]) if len(sys.argv) > 2 else 16
 fp8 = len(sys.argv) > 3 and sys.argv[3] == "fp8"
 rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
-arch = "sm_90a" if torch.cuda.get_device_capability() >= (9, 0) else "sm_80"
+arch = mlagen.default_arch()
 step = bench_paged_decode.mlagen_paged(rt, arch, batch, page, fp8)
 for _ in range(5):
     step()

@@ -2,10 +2,16 @@
 # Everything the GPU machine checks in one call (device time is scarce).
 # Run from the repo root there, with the binaries built here copied into
 # carry/ by scripts/stage-carry.sh:
-#   bash scripts/device-check.sh [numerics|bench|all]
+#   bash scripts/device-check.sh [numerics|bench|all|portable]
+# `portable` runs the numerics on the portable sm_80 kernels, compiled for
+# the device's own target (MLAGEN_TEST_ARCH=sm_80).
 # Results land in $OUT (or /tmp/mlagen-out).
 set -uo pipefail
 what="${1:-all}"
+if [[ $what == portable ]]; then
+  export MLAGEN_TEST_ARCH=sm_80
+  what=numerics
+fi
 out="${OUT:-/tmp/mlagen-out}"
 mkdir -p "$out"
 export MLAGEN_LIBRARY="$PWD/carry/libmlagen.so"
@@ -36,6 +42,7 @@ if [[ $what == numerics || $what == all ]]; then
   python3 python/tests/paged_decode_device_test.py 2>&1 | tee "$out/paged-decode-numerics.txt" || status=1
   echo "== vLLM-shaped MLA backend (python/examples)"
   python3 python/tests/test_vllm_backend_device.py 2>&1 | tail -12 | tee "$out/vllm-backend.txt" || status=1
+  [[ -n ${MLAGEN_TEST_ARCH:-} ]] && exit $status # the SASS below is sm_90a's
   echo "== SASS of the AOT sm_90a cubin"
   carry/mlagen --arch=sm_90a -o /tmp/bundle >/dev/null 2>&1 || status=1
   # The default set holds prefill and decode kernels: pick each by signature.

@@ -11,7 +11,7 @@ Status CompilerSelection::load(CompilerKind kind, DeviceCompiler *&out) {
   std::call_once(slot.once, [&] {
     switch (kind) {
     case CompilerKind::NVRTC:
-      slot.status = loadNvrtcCompiler(slot.compiler);
+      slot.status = loadNvrtcCompiler(slot.compiler, portableNvidiaTarget_);
       break;
     case CompilerKind::Hiprtc:
       slot.status = loadHiprtcCompiler(slot.compiler);

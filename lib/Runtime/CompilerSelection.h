@@ -18,6 +18,13 @@ public:
   explicit CompilerSelection(CompilerKind preference)
       : preference_(preference) {}
 
+  // What NVRTC compiles the portable sm_80 kernels for (DeviceBackend::
+  // portableTarget(); "sm_80" without a device). Set before the first
+  // select().
+  void setPortableNvidiaTarget(std::string target) {
+    portableNvidiaTarget_ = std::move(target);
+  }
+
   // NoBackend when no installed compiler can build `arch`, Unsupported when
   // the preferred one cannot target it.
   Status select(Arch arch, DeviceCompiler *&out);
@@ -31,6 +38,7 @@ private:
   Status load(CompilerKind kind, DeviceCompiler *&out);
 
   CompilerKind preference_;
+  std::string portableNvidiaTarget_ = "sm_80";
   Slot nvrtc_, hiprtc_, clang_;
 };
 

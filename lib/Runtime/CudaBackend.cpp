@@ -37,21 +37,30 @@ std::string describeError(const cu::API &api, cu::Result rc) {
 
 class CudaBackend final : public DeviceBackend {
 public:
+  // `sm`: compute capability as 10 * major + minor (90 for 9.0).
   CudaBackend(const cu::API &api, int ordinal, cu::Device device,
-              cu::Context context, Arch arch, std::string name,
+              cu::Context context, int sm, std::string name,
               int maxSharedBytes)
       : api_(api), ordinal_(ordinal), device_(device), context_(context),
-        arch_(arch), name_(std::move(name)), maxSharedBytes_(maxSharedBytes),
-        earlyStart_(arch == Arch::SM90A && api.launchKernelEx &&
-                    !earlyStartDisabled()) {}
+        arch_(sm == 90 ? Arch::SM90A : Arch::SM80),
+        portableTarget_(sm / 10 == 8 ? "sm_80" : "sm_" + std::to_string(sm)),
+        name_(std::move(name)), maxSharedBytes_(maxSharedBytes),
+        earlyStart_(sm >= 90 && api.launchKernelEx && !earlyStartDisabled()) {}
 
   ~CudaBackend() override { api_.devicePrimaryCtxRelease(device_); }
 
   BackendKind kind() const override { return BackendKind::CUDA; }
   Arch arch() const override { return arch_; }
+  bool runs(Arch arch) const override {
+    return arch == arch_ || arch == Arch::SM80;
+  }
+  std::string portableTarget() const override { return portableTarget_; }
   std::string description() const override {
+    std::string kernels = archName(arch_);
+    if (arch_ == Arch::SM80 && portableTarget_ != "sm_80")
+      kernels += " kernels as " + portableTarget_;
     return "cuda device " + std::to_string(ordinal_) + ": " + name_ + " (" +
-           archName(arch_) + ")";
+           kernels + ")";
   }
 
   Status load(const CodeObject &code, DeviceFunction &out) override {
@@ -230,6 +239,7 @@ private:
   cu::Device device_;
   cu::Context context_;
   Arch arch_;
+  std::string portableTarget_;
   std::string name_;
   int maxSharedBytes_;
   bool earlyStart_; // LaunchGeometry::earlyStart is honoured
@@ -312,24 +322,21 @@ Status openCudaBackend(int ordinal, std::unique_ptr<DeviceBackend> &out) {
                          device);
   api.deviceGetName(name, sizeof(name) - 1, device);
 
-  // sm_90a cubins run only on 9.0; sm_80 cubins run on every 8.x.
-  Arch arch;
-  if (major == 9 && minor == 0)
-    arch = Arch::SM90A;
-  else if (major == 8)
-    arch = Arch::SM80;
-  else
+  // sm_90a kernels run only on 9.0; the portable sm_80 kernels on every
+  // device from 8.0 on (sm_80 SASS on 8.x, the device's own SASS after).
+  if (major < 8)
     return Status(StatusCode::Unsupported,
                   "cuda device " + std::to_string(ordinal) + " (" + name +
                       ") has compute capability " + std::to_string(major) +
                       "." + std::to_string(minor) +
-                      "; mlagen targets 8.x (sm_80) and 9.0 (sm_90a)");
+                      "; mlagen needs 8.0 or later (sm_80 kernels; sm_90a "
+                      "on 9.0)");
 
   cu::Context context = nullptr;
   if (cu::Result rc = api.devicePrimaryCtxRetain(&context, device))
     return noBackend("cuDevicePrimaryCtxRetain", rc);
-  out = std::make_unique<CudaBackend>(api, ordinal, device, context, arch,
-                                      name, maxShared);
+  out = std::make_unique<CudaBackend>(api, ordinal, device, context,
+                                      10 * major + minor, name, maxShared);
   return Status::ok();
 }
 

@@ -60,7 +60,18 @@ public:
   virtual ~DeviceBackend() = default;
 
   virtual BackendKind kind() const = 0;
+  // The kernels this device runs by default: sm_90a on a 9.0 device,
+  // otherwise the portable sm_80 kernels on NVIDIA.
   virtual Arch arch() const = 0;
+  // Whether this device runs kernels of `arch`: its own; NVIDIA devices
+  // from 9.0 on also run the portable sm_80 kernels, compiled for their
+  // own SASS (portableTarget()).
+  virtual bool runs(Arch arch) const { return arch == this->arch(); }
+  // The NVRTC target the portable sm_80 kernels are compiled for here:
+  // "sm_80" on every 8.x device (their SASS runs on all of them), the
+  // device's own ("sm_90", "sm_100", "sm_120") from 9.0 on, where sm_80
+  // SASS does not run. Empty on other backends.
+  virtual std::string portableTarget() const { return ""; }
   // "cuda device 0: NVIDIA H100 80GB HBM3 (sm_90a)"
   virtual std::string description() const = 0;
 

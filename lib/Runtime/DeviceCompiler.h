@@ -38,8 +38,10 @@ public:
 };
 
 // Each returns NoBackend naming what it looked for when the compiler is not
-// installed.
-Status loadNvrtcCompiler(std::unique_ptr<DeviceCompiler> &out);
+// installed. NVRTC compiles sm_80 kernels for `portableTarget` ("sm_80",
+// or a later device's own target such as "sm_90" or "sm_100").
+Status loadNvrtcCompiler(std::unique_ptr<DeviceCompiler> &out,
+                         const std::string &portableTarget = "sm_80");
 Status loadHiprtcCompiler(std::unique_ptr<DeviceCompiler> &out);
 Status findClangCompiler(std::unique_ptr<DeviceCompiler> &out);
 

@@ -1,5 +1,9 @@
 //===- NvrtcCompiler.cpp - cubins for sm_80 / sm_90a with NVRTC -----------===//
 //
+// The portable sm_80 kernels are compiled for sm_80 by default, whose SASS
+// runs on every 8.x device; for a device from 9.0 on, whose runtime names
+// its own target (sm_90, sm_100, sm_120), for that target instead.
+//
 // NVRTC is called through dlsym'd pointers rather than hiprtc's NVIDIA path:
 // that path is a set of inline renames over the same functions, it returns
 // PTX where a cubin is wanted (nvrtcGetCUBIN is needed anyway), and it would
@@ -19,8 +23,10 @@ namespace {
 
 class NvrtcCompiler final : public DeviceCompiler {
 public:
-  NvrtcCompiler(const nvrtc::API &api, int major, int minor)
-      : api_(api), version_(std::to_string(major) + "." + std::to_string(minor)) {}
+  NvrtcCompiler(const nvrtc::API &api, int major, int minor,
+                std::string portableTarget)
+      : api_(api), version_(std::to_string(major) + "." + std::to_string(minor)),
+        portableTarget_(std::move(portableTarget)) {}
 
   std::string identity() const override { return "nvrtc " + version_; }
 
@@ -67,14 +73,21 @@ public:
     api_.destroyProgram(&program);
     if (rc != 0)
       return failure(std::string("compiling ") + kernel.entryName + " for " +
-                         archName(arch),
+                         archName(arch) +
+                         (target(arch) != archName(arch)
+                              ? " (as " + target(arch) + ")"
+                              : ""),
                      rc, log);
     return Status::ok();
   }
 
 private:
-  static std::vector<std::string> options(Arch arch) {
-    return {std::string("--gpu-architecture=") + archName(arch), "-std=c++17",
+  std::string target(Arch arch) const {
+    return arch == Arch::SM80 ? portableTarget_ : archName(arch);
+  }
+
+  std::vector<std::string> options(Arch arch) const {
+    return {"--gpu-architecture=" + target(arch), "-std=c++17",
             "-default-device"};
   }
 
@@ -101,11 +114,13 @@ private:
 
   nvrtc::API api_;
   std::string version_;
+  std::string portableTarget_; // what sm_80 kernels are compiled for
 };
 
 } // namespace
 
-Status loadNvrtcCompiler(std::unique_ptr<DeviceCompiler> &out) {
+Status loadNvrtcCompiler(std::unique_ptr<DeviceCompiler> &out,
+                         const std::string &portableTarget) {
   DynamicLibrary library;
   if (Status status = DynamicLibrary::open(
           {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
@@ -133,7 +148,7 @@ Status loadNvrtcCompiler(std::unique_ptr<DeviceCompiler> &out) {
   if (api.version(&major, &minor) != 0)
     return Status(StatusCode::NoBackend,
                   library.path() + ": nvrtcVersion failed");
-  out = std::make_unique<NvrtcCompiler>(api, major, minor);
+  out = std::make_unique<NvrtcCompiler>(api, major, minor, portableTarget);
   return Status::ok();
 }
 

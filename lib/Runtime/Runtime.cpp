@@ -171,6 +171,8 @@ public:
         return status;
       noDeviceReason_ = status.message();
     }
+    if (backend_ && !backend_->portableTarget().empty())
+      compilers_.setPortableNvidiaTarget(backend_->portableTarget());
     if (options_.diskCache)
       disk_ = std::make_unique<DiskCache>(
           DiskCache::resolveRoot(options_.cacheDir), warn_);
@@ -402,7 +404,7 @@ Status RuntimeImpl::loadKernel(const Signature &sig, const Kernel *&out) {
                       " (compile() works without one)");
   if (Status status = sig.validate(); !status)
     return status;
-  if (sig.arch != backend_->arch())
+  if (!backend_->runs(sig.arch))
     return Status(StatusCode::InvalidSignature,
                   std::string("arch is ") + archName(sig.arch) + " but " +
                       backend_->description() + " needs " +

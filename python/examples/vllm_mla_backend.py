@@ -74,11 +74,6 @@ V_HEAD_DIM = 128
 LATENT_DIM = KV_LORA_RANK + QK_ROPE_HEAD_DIM       # 576
 
 
-def mlagen_arch(device=None):
-    major, minor = torch.cuda.get_device_capability(device)
-    return "sm_90a" if (major, minor) >= (9, 0) else "sm_80"
-
-
 def default_decode_tile_q(num_heads, q_len, page_size, kv_cache_dtype, fp8_query, arch):
     """Pinned q rows a block by batch range, where an H200 ran the layer's
     decode forward faster (bench_vllm_backend.py; python/examples/README.md).
@@ -130,7 +125,7 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     if kernel is None:
         kernel = _get_runtime().kernel(
             f"prefill qk={dqk} v={dv} hq={hq} hkv={hkv} mask={'causal' if causal else 'none'} "
-            f"lse=1 q={dtype} kv={dtype} out={dtype} arch={mlagen_arch(q.device)}")
+            f"lse=1 q={dtype} kv={dtype} out={dtype} arch={mlagen.default_arch(q.device)}")
         _prefill_kernels[key] = kernel
     if out is None:
         out = torch.empty(q.shape[0], hq, dv, dtype=q.dtype, device=q.device)
@@ -344,7 +339,7 @@ class MlagenMLAImpl:
         self.W_UV_flat = self.W_UV.permute(0, 2, 1).reshape(num_heads * V_HEAD_DIM, KV_LORA_RANK)
         name = {torch.bfloat16: "bf16", torch.float16: "fp16"}[dtype]
         kv = "fp8e4m3" if self.fp8 else name
-        arch = mlagen_arch(device)
+        arch = mlagen.default_arch(device)
         if decode_tile_q is None:
             decode_tile_q = default_decode_tile_q(num_heads, self.decode_q_len, page_size,
                                                   kv_cache_dtype, fp8_query, arch)

@@ -934,6 +934,23 @@ class Runtime:
             self._handle = None
 
 
+def default_arch(device=None) -> str:
+    """The arch of the kernels mlagen runs by default on a torch GPU (the
+    current one when None): "sm_90a" on compute capability 9.0, "sm_80" (the
+    portable kernels, compiled for the device's own SASS from 9.0 on) on
+    other NVIDIA GPUs, the gfx name on ROCm. $MLAGEN_TEST_ARCH overrides it,
+    so that tests and benchmarks can run the portable kernels on an H100."""
+    override = os.environ.get("MLAGEN_TEST_ARCH")
+    if override:
+        return override
+    import torch
+    props = torch.cuda.get_device_properties(
+        torch.cuda.current_device() if device is None else device)
+    if getattr(torch.version, "hip", None):
+        return props.gcnArchName.split(":")[0]
+    return "sm_90a" if (props.major, props.minor) == (9, 0) else "sm_80"
+
+
 def compile(signature: str, cache_dir=None, flags=0, bundle_paths=None) -> CompiledKernel:
     """Compile-only: the code object and metadata for `signature` without a GPU
     (a fresh COMPILE_ONLY runtime; keep a Runtime to compile many)."""

@@ -181,7 +181,7 @@ def compare(out, lse, ref_out, ref_lse, emu_out, atol=ATOL, lse_atol=0.0):
 
 
 def numerics_case(rt, arch, heads, q_len, page, seq_lens, num_sms, dtype="bf16", fp8=False,
-                  fp8_q=False, spread_rows=False, climb=False, tile_q=0):
+                  fp8_q=False, spread_rows=False, climb=False, tile_q=0, row_logits=False):
     sig = signature(arch, heads, q_len, page, dtype, kv="fp8e4m3" if fp8 else None,
                     q="fp8e4m3" if fp8_q else None, tile_q=tile_q)
     kernel = rt.kernel(sig)
@@ -193,6 +193,11 @@ def numerics_case(rt, arch, heads, q_len, page, seq_lens, num_sms, dtype="bf16",
     if climb:
         kv = climb_logits(kv, table, lens, page)
     kv_scale = KV_SCALE if fp8 else 1.0
+    if row_logits:  # key 0 of each request at logit -80 .. 20 across the rows (see main)
+        logits = torch.linspace(-80, 20, heads, device=DEV)
+        for b in range(len(seq_lens)):
+            k0 = kv[table[b, 0].long(), 0].float() * kv_scale
+            q[b, :] = (logits[:, None] * k0 / (SCALE * k0.dot(k0))).to(q.dtype)
     q_scale = Q_SCALE if fp8_q else 1.0
     plan = mlagen.DecodePlan(kernel, max_batch=len(seq_lens), num_sms=num_sms)
     out, lse = run(kernel, plan, q, kv, table, lens, kv_scale=kv_scale, q_scale=q_scale)
@@ -207,7 +212,8 @@ def numerics_case(rt, arch, heads, q_len, page, seq_lens, num_sms, dtype="bf16",
                 lse_atol=FP8_PRODUCTS_LSE_ATOL if products else 0.0)
     r["same_out_without_lse"] = bool(torch.equal(out, out_no_lse))
     r["ok"] = r["ok"] and r["same_out_without_lse"]
-    return dict(case="numerics", signature=sig, seq_lens=seq_lens, num_sms=num_sms,
+    return dict(case="row_logits" if row_logits else "numerics", signature=sig, seq_lens=seq_lens,
+                num_sms=num_sms,
                 work_items=plan.num_work, **r)
 
 
@@ -360,7 +366,7 @@ def main():
     torch.manual_seed(0)
     rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
     print("backend:", rt.backend, flush=True)
-    arch = "sm_90a" if torch.cuda.get_device_capability() >= (9, 0) else "sm_80"
+    arch = mlagen.default_arch()
     num_sms = torch.cuda.get_device_properties(0).multi_processor_count
     ragged = [1, 17, 300, 4096, 16384, 64, 2, 1000]
     results = []
@@ -409,6 +415,14 @@ def main():
     for heads, q_len, page in ((16, 2, 1), (16, 2, 64), (32, 1, 64)):
         report(numerics_case(rt, arch, heads, q_len, page, ragged, num_sms, fp8=True))
     report(numerics_case(rt, arch, 32, 1, 64, ragged, num_sms, fp8=True, spread_rows=True))
+    # Rows whose logits are all negative, in every row tile of a block: a
+    # row's running max must start at -inf (CUDA 13.0 started the rows of
+    # all but the first row tile of the sm_80 kernel at 0, and fp16 P
+    # underflowed; RowState in templates/kernels/mla_decode.hip).
+    for heads in (32, 128):
+        report(numerics_case(rt, arch, heads, 1, 64, [1, 40, 300], num_sms, fp8=True, row_logits=True))
+        report(numerics_case(rt, arch, heads, 1, 64, [1, 40, 300], num_sms, dtype="fp16",
+                             row_logits=True))
     # Pinned smaller blocks (tile_q): 32 rows in 16-row e4m3 blocks, 128 heads
     # in 32-row blocks.
     report(numerics_case(rt, arch, 16, 2, 64, ragged, num_sms, fp8=True, tile_q=16))

@@ -350,7 +350,7 @@ def main():
     torch.manual_seed(0)
     rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
     print("backend:", rt.backend, flush=True)
-    arch = "sm_90a" if torch.cuda.get_device_capability() >= (9, 0) else "sm_80"
+    arch = mlagen.default_arch()
     results = []
     # 1. gather_cache alone.
     for dtype in ("bf16", "fp16"):

@@ -270,7 +270,7 @@ def main():
     torch.manual_seed(0)
     rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
     print("backend:", rt.backend, flush=True)
-    arch = "sm_90a" if torch.cuda.get_device_capability() >= (9, 0) else "sm_80"
+    arch = mlagen.default_arch()
     results = []
     for dtype in ("bf16", "fp16"):
         for tokens, heads, dim in ((1000, 16, 128), (37, 128, 512), (4, 1, 8)):

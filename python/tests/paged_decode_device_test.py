@@ -271,7 +271,7 @@ def alibi_binding_cases(rt, arch, num_sms):
 def main():
     rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
     print("backend:", rt.backend, flush=True)
-    arch = "sm_90a" if torch.cuda.get_device_capability() >= (9, 0) else "sm_80"
+    arch = mlagen.default_arch()
     num_sms = torch.cuda.get_device_properties(0).multi_processor_count
     ragged = [1, 17, 300, 4096, 16384, 64, 2, 1000]
     shapes = [(32, 8, 128), (8, 1, 64), (16, 8, 256), (16, 4, 80), (16, 4, 96), (8, 2, 32)]

@@ -276,7 +276,7 @@ def binding_checks():
     out = torch.empty(T, H * 128, dtype=DT, device=DEV)
     lse = torch.empty(H, T, device=DEV)
     kernel = be._get_runtime().kernel(
-        f"prefill qk=192 v=128 hq={H} hkv={H} mask=causal arch={be.mlagen_arch()}")
+        f"prefill qk=192 v=128 hq={H} hkv={H} mask=causal arch={mlagen.default_arch()}")
     kernel.prefill(q, k, v, out, cu, cu, 25, lse=lse)
     out2, lse2 = torch.empty_like(out), torch.empty_like(lse)
     kernel.prefill(*(DLPackOnly(t) for t in (q, k, v, out2, cu, cu)), 25, lse=DLPackOnly(lse2))

@@ -26,13 +26,16 @@ MLAGEN_DEVICE void block_barrier() { __syncthreads(); }
 // writes are visible, so it comes before any global memory access;
 // allow_next_kernel() lets the next early-start kernel's blocks be scheduled
 // (they wait in turn). Both are no-ops on a normal launch and before sm_90.
+// Keyed on the SASS target, not the kernel family: the runtime launches
+// early on every device from 9.0 on, where the portable sm_80 kernels are
+// compiled for sm_90 and later too.
 MLAGEN_DEVICE void grid_dependency_wait() {
-#if MLAGEN_ARCH_SM90A
+#if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
 MLAGEN_DEVICE void allow_next_kernel() {
-#if MLAGEN_ARCH_SM90A
+#if __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }

@@ -85,6 +85,17 @@ CompileTarget findCompileTarget() {
   return {std::nullopt, nvrtc.message() + "; " + clang.message()};
 }
 
+Arch gpuTestArch(Arch device) {
+  const char *text = std::getenv("MLAGEN_TEST_ARCH");
+  if (!text || !*text)
+    return device;
+  Arch arch;
+  if (!parseArch(text, arch))
+    throw std::invalid_argument(std::string("MLAGEN_TEST_ARCH='") + text +
+                                "' names no arch");
+  return arch;
+}
+
 Signature testSignature(Arch arch, int headDimQK) {
   Signature sig;
   sig.headDimQK = headDimQK;

@@ -54,8 +54,9 @@ bool openGpu(Fixture &fixture) {
     WARN("skipped: no GPU (" << device.message() << ")");
     return false;
   }
+  fixture.arch = gpuTestArch(fixture.arch);
   REQUIRE(openDeviceBackend(BackendKind::Auto, 0, fixture.backend));
-  std::cout << "decode numerics on " << fixture.runtime->backendDescription()
+  std::cout << "decode numerics on " << fixture.runtime->backendDescription() << ", " << archName(fixture.arch) << " kernels"
             << "\n";
   return true;
 }

@@ -44,6 +44,7 @@ bool openGpu(Fixture &fixture) {
     WARN("skipped: no GPU (" << device.message() << ")");
     return false;
   }
+  fixture.arch = gpuTestArch(fixture.arch);
   REQUIRE(openDeviceBackend(BackendKind::Auto, 0, fixture.backend));
   return true;
 }

@@ -37,6 +37,7 @@ bool openNvidia(std::unique_ptr<Runtime> &runtime,
     WARN("skipped: no GPU (" << device.message() << ")");
     return false;
   }
+  arch = gpuTestArch(arch);
   if (isAMD(arch)) {
     WARN("skipped: the echo kernel is NVIDIA-only; device is "
          << runtime->backendDescription());

@@ -76,6 +76,35 @@ TEST_CASE("NVRTC compiles cubins for sm_80 and sm_90a", "[compiler]") {
   CHECK_THAT(amd.message(), Catch::Contains("gfx942"));
 }
 
+TEST_CASE("NVRTC compiles the portable sm_80 kernels for a later device's "
+          "own target",
+          "[compiler]") {
+  for (std::string target : {"sm_90", "sm_100", "sm_120"}) {
+    CAPTURE(target);
+    std::unique_ptr<DeviceCompiler> nvrtc;
+    if (Status status = loadNvrtcCompiler(nvrtc, target); !status) {
+      WARN("skipped: NVRTC not found (" << status.message() << ")");
+      SUCCEED("NVRTC not installed");
+      return;
+    }
+    CHECK(nvrtc->flags(Arch::SM80) ==
+          "--gpu-architecture=" + target + " -std=c++17 -default-device");
+    CHECK(nvrtc->flags(Arch::SM90A) ==
+          "--gpu-architecture=sm_90a -std=c++17 -default-device");
+    std::string cubin;
+    REQUIRE(nvrtc->compile(trivialKernel(), Arch::SM80, cubin));
+    CHECK(isELF(cubin));
+    CHECK(elfMachine(cubin) == kMachineCUDA);
+  }
+  // A target this NVRTC does not know is named in the error.
+  std::unique_ptr<DeviceCompiler> nvrtc;
+  REQUIRE(loadNvrtcCompiler(nvrtc, "sm_7"));
+  std::string unused;
+  Status unknown = nvrtc->compile(trivialKernel(), Arch::SM80, unused);
+  CHECK(unknown.code() == StatusCode::CompileError);
+  CHECK_THAT(unknown.message(), Catch::Contains("for sm_80 (as sm_7)"));
+}
+
 TEST_CASE("the GPU launch test's echo kernel compiles with NVRTC",
           "[compiler]") {
   std::unique_ptr<DeviceCompiler> nvrtc;

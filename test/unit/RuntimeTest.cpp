@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CatchStatus.h"
+#include "DeviceCompiler.h"
 #include "MemorylessBackend.h"
 #include "PrefillParams.h"
 #include "RuntimeInternal.h"
@@ -34,12 +35,20 @@ struct FakeDeviceLog {
   std::vector<LaunchRecord> launches;
 };
 
+// `portableTarget`: as a CUDA device of 9.0 or later ("sm_90", "sm_100"),
+// which also runs the portable sm_80 kernels, compiled for that target.
 class FakeBackend final : public MemorylessBackend {
 public:
-  FakeBackend(Arch arch, std::shared_ptr<FakeDeviceLog> log)
-      : arch_(arch), log_(std::move(log)) {}
+  FakeBackend(Arch arch, std::shared_ptr<FakeDeviceLog> log,
+              std::string portableTarget = "")
+      : arch_(arch), portableTarget_(std::move(portableTarget)),
+        log_(std::move(log)) {}
   BackendKind kind() const override { return BackendKind::CUDA; }
   Arch arch() const override { return arch_; }
+  bool runs(Arch arch) const override {
+    return arch == arch_ || (!portableTarget_.empty() && arch == Arch::SM80);
+  }
+  std::string portableTarget() const override { return portableTarget_; }
   std::string description() const override {
     return std::string("fake device (") + archName(arch_) + ")";
   }
@@ -64,6 +73,7 @@ public:
 
 private:
   Arch arch_;
+  std::string portableTarget_;
   std::shared_ptr<FakeDeviceLog> log_;
 };
 
@@ -73,12 +83,14 @@ struct FakeDeviceRuntime {
       std::make_shared<CountingGenerator>();
   std::unique_ptr<Runtime> runtime;
 
-  explicit FakeDeviceRuntime(Arch arch) {
+  explicit FakeDeviceRuntime(Arch arch, std::string portableTarget = "") {
     RuntimeOptions options;
     options.generator = generator;
     options.diskCache = false;
     REQUIRE(createRuntimeWithBackend(
-        std::move(options), std::make_unique<FakeBackend>(arch, log), runtime));
+        std::move(options),
+        std::make_unique<FakeBackend>(arch, log, std::move(portableTarget)),
+        runtime));
   }
 };
 
@@ -221,6 +233,45 @@ TEST_CASE("getKernel loads a kernel once and hands out one pointer",
 
   fake.runtime.reset();
   CHECK(fake.log->unloads == 1);
+}
+
+TEST_CASE("devices from 9.0 on run the portable sm_80 kernels, compiled "
+          "for their own target",
+          "[runtime]") {
+  std::unique_ptr<DeviceCompiler> nvrtc;
+  if (Status status = loadNvrtcCompiler(nvrtc); !status) {
+    WARN("skipped: NVRTC not found (" << status.message() << ")");
+    SUCCEED("NVRTC not installed");
+    return;
+  }
+  struct Device {
+    Arch arch;
+    std::string target;
+  };
+  // A Hopper device (sm_90a by default) and a later one (sm_80 kernels only).
+  for (const Device &device : {Device{Arch::SM90A, "sm_90"},
+                               Device{Arch::SM80, "sm_100"}}) {
+    CAPTURE(device.target);
+    FakeDeviceRuntime fake(device.arch, device.target);
+    const Kernel *portable = nullptr;
+    REQUIRE(fake.runtime->getKernel(gqaSignature(Arch::SM80), portable));
+    CHECK_THAT(portable->codeObject().compilerFlags,
+               Catch::StartsWith("--gpu-architecture=" + device.target + " "));
+    const Kernel *own = nullptr;
+    Status hopper = fake.runtime->getKernel(gqaSignature(Arch::SM90A), own);
+    if (device.arch == Arch::SM90A) {
+      REQUIRE(hopper);
+      CHECK_THAT(own->codeObject().compilerFlags,
+                 Catch::StartsWith("--gpu-architecture=sm_90a "));
+    } else {
+      CHECK(hopper.code() == StatusCode::InvalidSignature);
+      CHECK_THAT(hopper.message(), Catch::StartsWith("arch is sm_90a") &&
+                                       Catch::EndsWith("needs sm_80"));
+    }
+    Signature amd = gqaSignature(Arch::GFX942);
+    CHECK(fake.runtime->getKernel(amd, own).code() ==
+          StatusCode::InvalidSignature);
+  }
 }
 
 TEST_CASE("runPrefill fills the parameter block and the grid", "[runtime]") {
