@@ -110,7 +110,7 @@ def cudnn_gqa_decode_GBps(batch, seq):
 def main():
     rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
     arch = mlagen.default_arch()
-    res = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
+    res = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "arch": arch}
     x = torch.empty(2 << 30, dtype=torch.uint8, device="cuda")
     y = torch.empty_like(x)
     res["copy_GBps"] = round(2 * x.numel() / bench(lambda: y.copy_(x)) / 1e6, 1)
@@ -160,7 +160,7 @@ def main():
         print(row, flush=True)
         torch.cuda.empty_cache()
     res["rows"] = rows
-    md = [f"GPU: {res['gpu']}; copy {res['copy_GBps']} GB/s (read + write); cuDNN GQA decode "
+    md = [f"GPU: {res['gpu']}, mlagen {arch} kernels; copy {res['copy_GBps']} GB/s (read + write); cuDNN GQA decode "
           f"(B64 S4096, 32/8 heads, d128) {res['cudnn_gqa_decode_B64_S4096_GBps']} GB/s; "
           f"torch bf16 GEMM 8192^3 {res['torch_gemm_TFLOPs']} TFLOP/s",
           "", "| shape | mlagen us | mlagen GB/s | / cuDNN GQA GB/s | / cuDNN same bytes | mlagen TFLOP/s | / GEMM TFLOP/s | torch bmm GB/s | torch bmm TFLOP/s | fp8 us | fp8 GB/s | fp8 / bf16 tokens/s | fp8 q+kv us | fp8 q+kv / bf16 tokens/s |",

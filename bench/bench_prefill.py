@@ -137,7 +137,8 @@ def main():
         rows.append(row)
         torch.cuda.empty_cache()
     names = ["mlagen", "cudnn", "flex", "flash2_padV", "efficient"]
-    md = [f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}; TFLOP/s, causal, bf16 "
+    md = [f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}, mlagen {arch} kernels; "
+          "TFLOP/s, causal, bf16 "
           "(MLA rows qk 192 / v 128; flash2_padV pads V to qk where they differ)",
           "", "| shape | " + " | ".join(names) + " | mlagen / cudnn |", "|---" * (len(names) + 2) + "|"]
     for r in rows:

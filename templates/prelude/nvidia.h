@@ -141,9 +141,10 @@ MLAGEN_DEVICE u32 round_even_u32(float x) { return __float2uint_rn(x); }
 
 // Two floats -> two fp8 e4m3 (OCP) bytes, `lo` in byte 0: round to nearest
 // even, saturating at +-448 (cvt.rn.satfinite puts its first source in the
-// upper byte).
+// upper byte). The cvt needs sm_89: keyed on the SASS target, so that the
+// portable sm_80 kernels use it where they are compiled for a later GPU.
 MLAGEN_DEVICE u32 float2_to_fp8e4m3x2(float lo, float hi) {
-#if MLAGEN_ARCH_SM90A
+#if __CUDA_ARCH__ >= 890
   unsigned short packed;
   asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(packed) : "f"(hi), "f"(lo));
   return packed;
@@ -153,10 +154,11 @@ MLAGEN_DEVICE u32 float2_to_fp8e4m3x2(float lo, float hi) {
 }
 
 // Four fp8 e4m3 (OCP) bytes -> four fp16, exactly (byte i -> element i):
-// one cvt.rn.f16x2.e4m3x2 per pair on sm_90a. The decode kernel multiplies
-// fp8 tiles as fp16 on NVIDIA: half the conversion work of bf16.
+// one cvt.rn.f16x2.e4m3x2 per pair from sm_89 on (the SASS target, as
+// above). The decode kernel multiplies fp8 tiles as fp16 on NVIDIA: half
+// the conversion work of bf16.
 MLAGEN_DEVICE void fp8e4m3x4_to_f16(u32 v, u32 &lo, u32 &hi) {
-#if MLAGEN_ARCH_SM90A
+#if __CUDA_ARCH__ >= 890
   asm("{ .reg .b16 a, b;\n mov.b32 {a, b}, %2;\n cvt.rn.f16x2.e4m3x2 %0, a;\n cvt.rn.f16x2.e4m3x2 %1, b; }"
       : "=r"(lo), "=r"(hi) : "r"(v));
 #else
