@@ -132,6 +132,19 @@ bool tensorMapsEnabled(const char *name) {
   return !(text && std::string(text) == "0");
 }
 
+// "sm_" and a compute capability of two or more digits, as NVRTC names
+// targets ("sm_80", "sm_100", "sm_90a").
+bool isNvidiaTarget(const std::string &name) {
+  if (name.rfind("sm_", 0) != 0)
+    return false;
+  size_t digits = 3;
+  while (digits < name.size() && std::isdigit((unsigned char)name[digits]))
+    ++digits;
+  return digits - 3 >= 2 && name[3] != '0' &&
+         (digits == name.size() ||
+          (digits + 1 == name.size() && (name[digits] == 'a' || name[digits] == 'f')));
+}
+
 class RuntimeImpl final : public Runtime {
 public:
   explicit RuntimeImpl(RuntimeOptions options)
@@ -171,8 +184,21 @@ public:
         return status;
       noDeviceReason_ = status.message();
     }
-    if (backend_ && !backend_->portableTarget().empty())
-      compilers_.setPortableNvidiaTarget(backend_->portableTarget());
+    std::string portable = backend_ ? backend_->portableTarget() : "";
+    if (!options_.portableNvidiaTarget.empty()) {
+      if (!isNvidiaTarget(options_.portableNvidiaTarget))
+        return invalidArgument("portableNvidiaTarget '" +
+                               options_.portableNvidiaTarget +
+                               "' is not an NVIDIA target such as sm_100");
+      if (!portable.empty() && portable != options_.portableNvidiaTarget)
+        return invalidArgument(
+            "portableNvidiaTarget " + options_.portableNvidiaTarget +
+            " does not run on " + backend_->description() + ", which takes " +
+            portable + " (set it only for compile-only runtimes)");
+      portable = options_.portableNvidiaTarget;
+    }
+    if (!portable.empty())
+      compilers_.setPortableNvidiaTarget(portable);
     if (options_.diskCache)
       disk_ = std::make_unique<DiskCache>(
           DiskCache::resolveRoot(options_.cacheDir), warn_);

@@ -274,6 +274,49 @@ TEST_CASE("devices from 9.0 on run the portable sm_80 kernels, compiled "
   }
 }
 
+TEST_CASE("portableNvidiaTarget builds the sm_80 kernels for another GPU, "
+          "compile-only",
+          "[runtime]") {
+  std::unique_ptr<DeviceCompiler> nvrtc;
+  if (Status status = loadNvrtcCompiler(nvrtc); !status) {
+    WARN("skipped: NVRTC not found (" << status.message() << ")");
+    SUCCEED("NVRTC not installed");
+    return;
+  }
+  auto options = [](std::string target) {
+    RuntimeOptions o;
+    o.generator = std::make_shared<CountingGenerator>();
+    o.backend = BackendKind::None;
+    o.diskCache = false;
+    o.portableNvidiaTarget = std::move(target);
+    return o;
+  };
+  std::unique_ptr<Runtime> runtime;
+  REQUIRE(Runtime::create(options("sm_120"), runtime));
+  CodeObject code;
+  REQUIRE(runtime->compile(gqaSignature(Arch::SM80), code));
+  CHECK_THAT(code.compilerFlags, Catch::StartsWith("--gpu-architecture=sm_120 "));
+  REQUIRE(runtime->compile(gqaSignature(Arch::SM90A), code));
+  CHECK_THAT(code.compilerFlags, Catch::StartsWith("--gpu-architecture=sm_90a "));
+
+  for (const char *bad : {"gfx942", "sm_", "sm_8", "sm_090", "sm_100x", "sm100"}) {
+    CAPTURE(bad);
+    Status status = Runtime::create(options(bad), runtime);
+    CHECK(status.code() == StatusCode::InvalidArgument);
+    CHECK_THAT(status.message(), Catch::Contains(std::string("'") + bad + "'"));
+  }
+  // With a device, only the device's own target: other cubins would not load.
+  RuntimeOptions withDevice = options("sm_100");
+  withDevice.backend = BackendKind::Auto;
+  Status other = createRuntimeWithBackend(
+      std::move(withDevice),
+      std::make_unique<FakeBackend>(Arch::SM90A, std::make_shared<FakeDeviceLog>(),
+                                    "sm_90"),
+      runtime);
+  CHECK(other.code() == StatusCode::InvalidArgument);
+  CHECK_THAT(other.message(), Catch::Contains("takes sm_90"));
+}
+
 TEST_CASE("runPrefill fills the parameter block and the grid", "[runtime]") {
   std::optional<Arch> arch = findCompileTarget().arch;
   if (!arch) {

@@ -2,7 +2,7 @@
 //
 //   mlagen [variants.mlir] [--arch=gfx942,gfx950,sm_90a] [-o mlagen-bundle]
 //          [--variant="prefill qk=192 v=128 ..."]... [--print-source] [-j N]
-//          [--compiler=auto|nvrtc|hiprtc|clang]
+//          [--compiler=auto|nvrtc|hiprtc|clang] [--portable-target=sm_100]
 //   mlagen cache list|verify|prune [--dir=D] [--remove] [--max-size=BYTES]
 //
 // With no variants file and no --variant, builds the default variant set.
@@ -37,6 +37,11 @@ static cl::opt<std::string> outputDir("o", cl::init("mlagen-bundle"),
                                       cl::desc("Bundle directory"));
 static cl::opt<bool> printSource("print-source",
                                  cl::desc("Print generated source, no compile"));
+static cl::opt<std::string> portableTarget(
+    "portable-target", cl::init(""),
+    cl::desc("What the sm_80 kernels are compiled for (default sm_80, whose "
+             "cubins run on every 8.x GPU; sm_90, sm_100, sm_120 ... for "
+             "later GPUs, which run no sm_80 SASS)"));
 static cl::opt<mlagen::CompilerKind> compiler(
     "compiler", cl::init(mlagen::CompilerKind::Auto),
     cl::desc("Device compiler"),
@@ -203,6 +208,7 @@ int main(int argc, char **argv) {
   options.generator = mlagen::createMLIRSourceGenerator();
   options.backend = mlagen::BackendKind::None;
   options.compiler = compiler;
+  options.portableNvidiaTarget = portableTarget;
   std::unique_ptr<mlagen::Runtime> runtime;
   if (mlagen::Status s = mlagen::Runtime::create(options, runtime); !s)
     return fail(s);

@@ -54,6 +54,12 @@ struct RuntimeOptions {
   BackendKind backend = BackendKind::Auto;
   int device = 0; // one Runtime per device
   CompilerKind compiler = CompilerKind::Auto;
+  // What NVRTC compiles the portable sm_80 kernels for ("sm_80", "sm_90",
+  // "sm_100", ...). Empty: the device's own (sm_80 on 8.x, e.g. sm_100 on a
+  // 10.0 device), sm_80 without one. With a device, anything but its own is
+  // refused, since the cubins would not load there (ahead-of-time builds for
+  // another GPU set it on a compile-only runtime).
+  std::string portableNvidiaTarget;
   // Empty: $MLAGEN_CACHE_DIR, else $XDG_CACHE_HOME/mlagen, else
   // ~/.cache/mlagen. Entries live in a versioned subdirectory (v2/).
   std::string cacheDir;
