@@ -94,6 +94,17 @@ struct FakeDeviceRuntime {
   }
 };
 
+// False (after saying why) where NVRTC is not installed.
+bool nvrtcInstalled() {
+  std::unique_ptr<DeviceCompiler> nvrtc;
+  if (Status status = loadNvrtcCompiler(nvrtc); !status) {
+    WARN("skipped: NVRTC not found (" << status.message() << ")");
+    SUCCEED("NVRTC not installed");
+    return false;
+  }
+  return true;
+}
+
 Signature gqaSignature(Arch arch) {
   Signature sig;
   sig.headDimQK = 128;
@@ -238,12 +249,8 @@ TEST_CASE("getKernel loads a kernel once and hands out one pointer",
 TEST_CASE("devices from 9.0 on run the portable sm_80 kernels, compiled "
           "for their own target",
           "[runtime]") {
-  std::unique_ptr<DeviceCompiler> nvrtc;
-  if (Status status = loadNvrtcCompiler(nvrtc); !status) {
-    WARN("skipped: NVRTC not found (" << status.message() << ")");
-    SUCCEED("NVRTC not installed");
+  if (!nvrtcInstalled())
     return;
-  }
   struct Device {
     Arch arch;
     std::string target;
@@ -277,12 +284,8 @@ TEST_CASE("devices from 9.0 on run the portable sm_80 kernels, compiled "
 TEST_CASE("portableNvidiaTarget builds the sm_80 kernels for another GPU, "
           "compile-only",
           "[runtime]") {
-  std::unique_ptr<DeviceCompiler> nvrtc;
-  if (Status status = loadNvrtcCompiler(nvrtc); !status) {
-    WARN("skipped: NVRTC not found (" << status.message() << ")");
-    SUCCEED("NVRTC not installed");
+  if (!nvrtcInstalled())
     return;
-  }
   auto options = [](std::string target) {
     RuntimeOptions o;
     o.generator = std::make_shared<CountingGenerator>();
