@@ -132,17 +132,30 @@ bool tensorMapsEnabled(const char *name) {
   return !(text && std::string(text) == "0");
 }
 
-// "sm_" and a compute capability of two or more digits, as NVRTC names
-// targets ("sm_80", "sm_100", "sm_90a").
+// "sm_" and a compute capability from 80 on, as NVRTC names targets
+// ("sm_80", "sm_100", "sm_90a"): the portable kernels need sm_80.
 bool isNvidiaTarget(const std::string &name) {
   if (name.rfind("sm_", 0) != 0)
     return false;
   size_t digits = 3;
   while (digits < name.size() && std::isdigit((unsigned char)name[digits]))
     ++digits;
-  return digits - 3 >= 2 && name[3] != '0' &&
-         (digits == name.size() ||
-          (digits + 1 == name.size() && (name[digits] == 'a' || name[digits] == 'f')));
+  if (digits - 3 < 2 || digits - 3 > 4 || name[3] == '0' ||
+      std::stoi(name.substr(3, digits - 3)) < 80)
+    return false;
+  return digits == name.size() ||
+         (digits + 1 == name.size() && (name[digits] == 'a' || name[digits] == 'f'));
+}
+
+// The NVRTC target in compiler flags ("--gpu-architecture=sm_90 ..." ->
+// "sm_90"); empty when the flags name none.
+std::string flagsTarget(const std::string &flags) {
+  const std::string option = "--gpu-architecture=";
+  size_t at = flags.find(option);
+  if (at == std::string::npos)
+    return "";
+  at += option.size();
+  return flags.substr(at, flags.find(' ', at) - at);
 }
 
 class RuntimeImpl final : public Runtime {
@@ -189,7 +202,7 @@ public:
       if (!isNvidiaTarget(options_.portableNvidiaTarget))
         return invalidArgument("portableNvidiaTarget '" +
                                options_.portableNvidiaTarget +
-                               "' is not an NVIDIA target such as sm_100");
+                               "' is not an NVIDIA target from sm_80 on, such as sm_100");
       if (!portable.empty() && portable != options_.portableNvidiaTarget)
         return invalidArgument(
             "portableNvidiaTarget " + options_.portableNvidiaTarget +
@@ -287,6 +300,10 @@ private:
   void addBundle(std::shared_ptr<const PrebuiltKernels> bundle);
   bool findPrebuilt(const Signature &sig, CodeObject &code);
   std::string prebuiltMismatch(const Signature &sig, const CodeObject &code);
+  std::string targetMismatch(const CodeObject &code) const;
+  bool loadBySignature(const Signature &sig, CodeObject &code,
+                       std::string &why);
+  std::string runnableArchs() const;
   void warnOnce(const std::string &message);
   Status loadKernel(const Signature &sig, const Kernel *&out);
   Status ensureCode(const Signature &sig, KernelCache::Slot &slot);
@@ -357,17 +374,56 @@ Status RuntimeImpl::openBundles() {
 void RuntimeImpl::addBundle(std::shared_ptr<const PrebuiltKernels> bundle) {
   std::vector<Arch> archs = bundle->archs();
   if (backend_ && !archs.empty() &&
-      std::find(archs.begin(), archs.end(), backend_->arch()) == archs.end()) {
+      std::none_of(archs.begin(), archs.end(),
+                   [&](Arch arch) { return backend_->runs(arch); })) {
     std::string held;
     for (Arch arch : archs)
       held += std::string(held.empty() ? "" : ", ") + archName(arch);
     warn_(bundle->description() + " holds kernels for " + held + ", not " +
-          archName(backend_->arch()) + " (" + backend_->description() +
-          "); skipping it");
+          runnableArchs() + " (" + backend_->description() + "); skipping it");
     return;
   }
   MLAGEN_LOG(Info, "using " + bundle->description());
   bundles_.push_back(std::move(bundle));
+}
+
+// "sm_90a or sm_80": the archs whose kernels this device runs.
+std::string RuntimeImpl::runnableArchs() const {
+  std::string names = archName(backend_->arch());
+  for (Arch arch : {Arch::GFX90A, Arch::GFX942, Arch::GFX950, Arch::SM80,
+                    Arch::SM90A})
+    if (arch != backend_->arch() && backend_->runs(arch))
+      names += std::string(" or ") + archName(arch);
+  return names;
+}
+
+// Why `code` would not run on this device although its arch does: a
+// portable sm_80 kernel compiled for another NVIDIA target than the
+// device's own. "" when it runs, and where no device or no flags tell.
+std::string RuntimeImpl::targetMismatch(const CodeObject &code) const {
+  if (!backend_ || code.arch != Arch::SM80 ||
+      backend_->portableTarget().empty())
+    return "";
+  std::string target = flagsTarget(code.compilerFlags);
+  if (target.empty() || target == backend_->portableTarget())
+    return "";
+  return "compiled for " + target + ", while " + backend_->description() +
+         " runs sm_80 kernels compiled for " + backend_->portableTarget();
+}
+
+// The disk cache's kernel for `sig` whoever built it (no compiler here to
+// make the key), if it runs on this device; else `why` says why not.
+bool RuntimeImpl::loadBySignature(const Signature &sig, CodeObject &code,
+                                  std::string &why) {
+  if (!disk_ || !disk_->loadBySignature(sig, code))
+    return false;
+  why = targetMismatch(code);
+  if (!why.empty()) {
+    code = CodeObject();
+    why = "; the disk cache's kernel was " + why;
+    return false;
+  }
+  return true;
 }
 
 void RuntimeImpl::warnOnce(const std::string &message) {
@@ -408,11 +464,18 @@ bool RuntimeImpl::findPrebuilt(const Signature &sig, CodeObject &code) {
     CodeObject found;
     if (!bundle->find(sig, found) || found.arch != sig.arch)
       continue;
-    if (std::string why = prebuiltMismatch(sig, found); !why.empty()) {
+    std::string why = prebuiltMismatch(sig, found);
+    std::string remedy = "rebuild the bundle with this mlagen and compiler";
+    if (why.empty()) {
+      why = targetMismatch(found);
+      remedy = "rebuild it with mlagen --portable-target=" +
+               (backend_ ? backend_->portableTarget() : "");
+    }
+    if (!why.empty()) {
       // Once per bundle and reason, not per kernel: one stale bundle
       // should not flood the log.
       warnOnce(bundle->description() + ": skipping its kernels " + why +
-               " (rebuild the bundle with this mlagen and compiler)");
+               " (" + remedy + ")");
       continue;
     }
     MLAGEN_LOG(Info, "'" + sig.canonical() + "' from " +
@@ -433,8 +496,7 @@ Status RuntimeImpl::loadKernel(const Signature &sig, const Kernel *&out) {
   if (!backend_->runs(sig.arch))
     return Status(StatusCode::InvalidSignature,
                   std::string("arch is ") + archName(sig.arch) + " but " +
-                      backend_->description() + " needs " +
-                      archName(backend_->arch()));
+                      backend_->description() + " needs " + runnableArchs());
 
   KernelCache::Slot &slot = memory_.findOrCreate(sig);
   std::lock_guard<std::mutex> lock(slot.build);
@@ -470,8 +532,9 @@ Status RuntimeImpl::obtainCode(const Signature &sig, CodeObject &code) {
   if (findPrebuilt(sig, code))
     return Status::ok();
 
+  std::string why;
   if (!options_.generator) {
-    if (disk_ && disk_->loadBySignature(sig, code)) {
+    if (loadBySignature(sig, code, why)) {
       MLAGEN_LOG(Info, "disk cache hit (by signature) for '" +
                            sig.canonical() + "': " + code.cacheKey);
       return Status::ok();
@@ -479,19 +542,19 @@ Status RuntimeImpl::obtainCode(const Signature &sig, CodeObject &code) {
     return Status(StatusCode::NoBackend,
                   "no kernel for '" + sig.canonical() +
                       "': the runtime has no source generator and nothing "
-                      "prebuilt matches");
+                      "prebuilt matches" + why);
   }
 
   // The key names the compiler, so without one only a lookup by signature
   // can find a kernel (one built on another machine, say).
   DeviceCompiler *compiler = nullptr;
   if (Status status = compilers_.select(sig.arch, compiler); !status) {
-    if (disk_ && disk_->loadBySignature(sig, code)) {
+    if (loadBySignature(sig, code, why)) {
       MLAGEN_LOG(Info, "disk cache hit (by signature, no compiler) for '" +
                            sig.canonical() + "': " + code.cacheKey);
       return Status::ok();
     }
-    return status;
+    return Status(status.code(), status.message() + why);
   }
   std::string generatorIdentity = options_.generator->identity();
   std::string flags = compiler->flags(sig.arch);

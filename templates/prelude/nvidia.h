@@ -1,7 +1,8 @@
-// mlagen prelude, NVIDIA part (sm_80, sm_90a): thread indexing, warp
-// shuffles, fast math, and the inline-PTX tile primitives the kernels build
-// on: mma.sync m16n8k16, ldmatrix and cp.async. NVRTC provides threadIdx,
-// __syncthreads and __shfl_xor_sync without headers.
+// mlagen prelude, NVIDIA part (the sm_80 and sm_90a kernel families; the
+// sm_80 ones compile for sm_80 or for a later device's own target): thread
+// indexing, warp shuffles, fast math, and the inline-PTX tile primitives the
+// kernels build on: mma.sync m16n8k16, ldmatrix and cp.async. NVRTC
+// provides threadIdx, __syncthreads and __shfl_xor_sync without headers.
 
 // A kernel's parameter block, read in place on sm_90a (__grid_constant__):
 // bulk tensor copies take their tensor maps from parameter space.

@@ -93,6 +93,10 @@ Arch gpuTestArch(Arch device) {
   if (!parseArch(text, arch))
     throw std::invalid_argument(std::string("MLAGEN_TEST_ARCH='") + text +
                                 "' names no arch");
+  if (isAMD(arch) != isAMD(device))
+    throw std::invalid_argument(std::string("MLAGEN_TEST_ARCH=") + text +
+                                " cannot run on this " + archName(device) +
+                                " device");
   return arch;
 }
 

@@ -85,7 +85,7 @@ CompileTarget findCompileTarget();
 // The arch the GPU tests build for on a device whose own is `device`:
 // MLAGEN_TEST_ARCH where set (sm_80 on a 9.0 device runs the portable
 // kernels there), else `device`. Throws std::invalid_argument, naming the
-// value, when the variable names no arch.
+// value, when the variable names no arch or one of the other vendor's.
 Arch gpuTestArch(Arch device);
 
 // A signature of the given arch with test-friendly defaults.

@@ -53,11 +53,18 @@ private:
 };
 
 // A device that only has an arch: enough for Runtime's bundle choices.
+// `portableTarget`: as a CUDA device of 9.0 or later, which also runs the
+// sm_80 kernels compiled for that target.
 class ArchOnlyBackend final : public MemorylessBackend {
 public:
-  explicit ArchOnlyBackend(Arch arch) : arch_(arch) {}
+  explicit ArchOnlyBackend(Arch arch, std::string portableTarget = "")
+      : arch_(arch), portableTarget_(std::move(portableTarget)) {}
   BackendKind kind() const override { return BackendKind::CUDA; }
   Arch arch() const override { return arch_; }
+  bool runs(Arch arch) const override {
+    return arch == arch_ || (!portableTarget_.empty() && arch == Arch::SM80);
+  }
+  std::string portableTarget() const override { return portableTarget_; }
   std::string description() const override {
     return std::string("fake device (") + archName(arch_) + ")";
   }
@@ -73,6 +80,7 @@ public:
 
 private:
   Arch arch_;
+  std::string portableTarget_;
 };
 
 struct RuntimeSetup {
@@ -344,6 +352,81 @@ TEST_CASE("a bundle for another arch is skipped on a device", "[bundle]") {
   REQUIRE(runtime->getKernel(testSignature(arch), kernel));
   CHECK(kernel->codeObject().entryName == "mlagen_test_kernel");
   CHECK(quiet.count() == 0);
+}
+
+TEST_CASE("a bundle of portable kernels loads only where their target runs",
+          "[bundle]") {
+  REQUIRE_COMPILER(arch);
+  if (arch != Arch::SM90A) {
+    SUCCEED("the portable kernels need NVRTC");
+    return;
+  }
+  // Built for an H100 (sm_90), compile-only.
+  ScratchDirectory bundle;
+  {
+    RuntimeOptions options;
+    options.generator = std::make_shared<CountingGenerator>();
+    options.backend = BackendKind::None;
+    options.diskCache = false;
+    options.portableNvidiaTarget = "sm_90";
+    std::unique_ptr<Runtime> builder;
+    REQUIRE(Runtime::create(std::move(options), builder));
+    REQUIRE(buildBundle(*builder, {testSignature(Arch::SM80)}, bundle.path(), 1,
+                        nullptr));
+  }
+  // A 9.0 device runs sm_90a and sm_80 kernels: it takes the sm_80-only
+  // bundle, and loads its kernel without a generator.
+  WarningLog quiet;
+  std::unique_ptr<Runtime> runtime;
+  REQUIRE(makeRuntime({nullptr, {bundle.path()}, "",
+                       std::make_unique<ArchOnlyBackend>(Arch::SM90A, "sm_90")},
+                      quiet, runtime));
+  const Kernel *kernel = nullptr;
+  REQUIRE(runtime->getKernel(testSignature(Arch::SM80), kernel));
+  CHECK_THAT(kernel->codeObject().compilerFlags,
+             Catch::StartsWith("--gpu-architecture=sm_90 "));
+  CHECK(quiet.count() == 0);
+
+  // A 10.0 device runs sm_80 kernels compiled for sm_100: without a
+  // generator it has nothing to run, and says why.
+  WarningLog warnings;
+  REQUIRE(makeRuntime({nullptr, {bundle.path()}, "",
+                       std::make_unique<ArchOnlyBackend>(Arch::SM80, "sm_100")},
+                      warnings, runtime));
+  Status status = runtime->getKernel(testSignature(Arch::SM80), kernel);
+  CHECK(status.code() == StatusCode::NoBackend);
+  REQUIRE(warnings.count() == 1);
+  CHECK_THAT(warnings.messages()[0],
+             Catch::Contains("compiled for sm_90") &&
+                 Catch::Contains("compiled for sm_100") &&
+                 Catch::Contains("--portable-target=sm_100"));
+
+  // Likewise a disk cache's kernel, found by signature (no generator): one
+  // built for sm_90 is not loaded on the sm_100 device.
+  ScratchDirectory cache;
+  {
+    RuntimeOptions options;
+    options.generator = std::make_shared<CountingGenerator>();
+    options.backend = BackendKind::None;
+    options.cacheDir = cache.path();
+    options.portableNvidiaTarget = "sm_90";
+    std::unique_ptr<Runtime> builder;
+    REQUIRE(Runtime::create(std::move(options), builder));
+    CodeObject code;
+    REQUIRE(builder->compile(testSignature(Arch::SM80), code));
+  }
+  WarningLog none;
+  REQUIRE(makeRuntime({nullptr, {}, cache.path(),
+                       std::make_unique<ArchOnlyBackend>(Arch::SM80, "sm_100")},
+                      none, runtime));
+  status = runtime->getKernel(testSignature(Arch::SM80), kernel);
+  CHECK(status.code() == StatusCode::NoBackend);
+  CHECK_THAT(status.message(),
+             Catch::Contains("the disk cache's kernel was compiled for sm_90"));
+  REQUIRE(makeRuntime({nullptr, {}, cache.path(),
+                       std::make_unique<ArchOnlyBackend>(Arch::SM90A, "sm_90")},
+                      none, runtime));
+  REQUIRE(runtime->getKernel(testSignature(Arch::SM80), kernel));
 }
 
 TEST_CASE("a bundle of another manifest format is skipped with the reason",

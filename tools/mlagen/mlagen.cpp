@@ -19,6 +19,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <ctime>
 #include <thread>
 #include <unistd.h>
@@ -193,6 +194,13 @@ int main(int argc, char **argv) {
   }
   if (signatures.empty())
     signatures = mlagen::defaultVariantSet(archs);
+  if (!portableTarget.empty() &&
+      std::none_of(signatures.begin(), signatures.end(),
+                   [](const mlagen::Signature &sig) { return sig.arch == mlagen::Arch::SM80; }))
+    return fail({mlagen::StatusCode::InvalidArgument,
+                 "--portable-target=" + portableTarget +
+                     " applies to sm_80 kernels, and none of the " +
+                     std::to_string(signatures.size()) + " kernels is one (add --arch=sm_80)"});
 
   if (printSource) {
     for (const mlagen::Signature &sig : signatures) {

@@ -393,7 +393,9 @@ public:
   // The device's arch; NoBackend (saying why) when compile-only.
   virtual Status deviceArch(Arch &out) const = 0;
 
-  // A kernel for `sig` loaded on the device; sig.arch must be the device's.
+  // A kernel for `sig` loaded on the device; sig.arch must be one the
+  // device runs: its own, or sm_80 on any NVIDIA device (compiled for the
+  // device's own target from 9.0 on).
   // The pointer stays valid until the Runtime is destroyed.
   virtual Status getKernel(const Signature &sig, const Kernel *&out) = 0;
   // The code object for `sig`, for any arch a compiler here can target; no
