@@ -37,6 +37,12 @@ std::optional<std::string_view> lookup(std::string_view path) {
       return std::string_view(e->data, e->size);
   return std::nullopt;
 }
+std::vector<std::string_view> paths() {
+  std::vector<std::string_view> out;
+  for (const Entry *e = kEntries; e->path; ++e)
+    out.push_back(e->path);
+  return out;
+}
 std::string_view contentHash() { return \"${digest}\"; }
 } // namespace mlagen::templates
 ")
