@@ -32,6 +32,11 @@ if shutil.which("clang++-22"):
     config.available_features.add("clang-hip")
 if shutil.which("cuobjdump") or os.path.exists("/usr/local/cuda/bin/cuobjdump"):
     config.available_features.add("cuobjdump")
+nvcc = shutil.which("nvcc") or (
+    "/usr/local/cuda/bin/nvcc" if os.path.exists("/usr/local/cuda/bin/nvcc") else None)
+if nvcc:
+    config.available_features.add("nvcc")
+    config.substitutions.append(("%nvcc", nvcc))
 
 # Kernels compiled by the tests go to a cache of the build's, not the user's.
 config.environment["MLAGEN_CACHE_DIR"] = os.path.join(config.test_exec_root, "cache")
