@@ -137,11 +137,9 @@ struct RowState {
   float max;
   float sum;
 
-  // A constructor, not default member initializers: CUDA 13.0's compilers
-  // (NVRTC and nvcc alike) initialise only the first inner array of a 2-D
-  // array of a struct with default member initializers and zero the rest
-  // (RowState rows[4][2] began with max 0 in rows[1..3], so rows whose
-  // logits were all negative took exp2 against 0 and their fp16 P underflowed).
+  // A constructor, not default member initializers: CUDA 13.0 initialises
+  // only the first row of a 2-D array of such a struct (RowState in
+  // kernels/mla_decode.hip says more).
   MLAGEN_DEVICE RowState() : max(kNegInf), sum(0.0f) {}
 
   // Takes the tile's row max (log2 units, over all lanes); returns the
