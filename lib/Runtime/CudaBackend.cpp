@@ -6,11 +6,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaPairGraphs.h"
 #include "DeviceBackend.h"
 #include "DriverAPI.h"
 #include "DynamicLibrary.h"
 
 #include <cstdlib>
+#include <memory>
 #include <string>
 
 namespace mlagen {
@@ -45,9 +47,18 @@ public:
         arch_(sm == 90 ? Arch::SM90A : Arch::SM80),
         portableTarget_(sm / 10 == 8 ? "sm_80" : "sm_" + std::to_string(sm)),
         name_(std::move(name)), maxSharedBytes_(maxSharedBytes),
-        earlyStart_(sm >= 90 && api.launchKernelEx && !earlyStartDisabled()) {}
+        earlyStart_(sm >= 90 && api.launchKernelEx && !earlyStartDisabled()) {
+    if (CudaPairGraphs::usable(api_))
+      pairGraphs_ = std::make_unique<CudaPairGraphs>(api_, earlyStart_);
+  }
 
-  ~CudaBackend() override { api_.devicePrimaryCtxRelease(device_); }
+  ~CudaBackend() override {
+    {
+      ContextScope scope(api_, context_);
+      pairGraphs_.reset();
+    }
+    api_.devicePrimaryCtxRelease(device_);
+  }
 
   BackendKind kind() const override { return BackendKind::CUDA; }
   Arch arch() const override { return arch_; }
@@ -103,6 +114,8 @@ public:
     if (!function.module)
       return;
     ContextScope scope(api_, context_);
+    if (pairGraphs_)
+      pairGraphs_->forget(function.module);
     api_.moduleUnload(function.module);
     function = {};
   }
@@ -139,6 +152,23 @@ public:
             g.threadsPerBlock, 1, 1, g.sharedBytes, stream, params, nullptr))
       return error("cuLaunchKernel", rc);
     return Status::ok();
+  }
+
+  Status launchPair(const DeviceFunction &first,
+                    const LaunchGeometry &firstGeometry,
+                    const DeviceFunction &second,
+                    const LaunchGeometry &secondGeometry, void *stream,
+                    void **params) override {
+    // Under capture the two launches become the caller's graph's nodes.
+    if (pairGraphs_ && !capturing(stream)) {
+      ContextScope scope(api_, context_);
+      cu::Result rc = 0;
+      if (pairGraphs_->launch(first, firstGeometry, second, secondGeometry,
+                              stream, params, rc))
+        return rc ? error("cuGraphLaunch", rc) : Status::ok();
+    }
+    return DeviceBackend::launchPair(first, firstGeometry, second,
+                                     secondGeometry, stream, params);
   }
 
   bool capturing(void *stream) const override {
@@ -243,6 +273,8 @@ private:
   std::string name_;
   int maxSharedBytes_;
   bool earlyStart_; // LaunchGeometry::earlyStart is honoured
+  // Null where the driver lacks graphs or MLAGEN_LAUNCH_GRAPHS=0.
+  std::unique_ptr<CudaPairGraphs> pairGraphs_;
 };
 
 Status bindDriver(const DynamicLibrary &lib, cu::API &api) {
@@ -281,6 +313,21 @@ Status bindDriver(const DynamicLibrary &lib, cu::API &api) {
           lib.lookup("cuTensorMapEncodeTiled"));
   api.streamIsCapturing = reinterpret_cast<decltype(api.streamIsCapturing)>(
       lib.lookup("cuStreamIsCapturing"));
+  // Launch graphs (CudaPairGraphs::usable wants them all).
+  auto optional = [&](const char *name, auto &function) {
+    function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(
+        lib.lookup(name));
+  };
+  optional("cuGraphCreate", api.graphCreate);
+  optional("cuGraphDestroy", api.graphDestroy);
+  optional("cuGraphAddKernelNode_v2", api.graphAddKernelNode);
+  optional("cuGraphKernelNodeSetAttribute", api.graphKernelNodeSetAttribute);
+  optional("cuGraphAddDependencies_v2", api.graphAddDependencies);
+  optional("cuGraphInstantiateWithFlags", api.graphInstantiate);
+  optional("cuGraphExecDestroy", api.graphExecDestroy);
+  optional("cuGraphExecKernelNodeSetParams_v2",
+           api.graphExecKernelNodeSetParams);
+  optional("cuGraphLaunch", api.graphLaunch);
   return Status::ok();
 }
 

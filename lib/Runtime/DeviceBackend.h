@@ -3,7 +3,7 @@
 // A DeviceBackend wraps the driver API of one device (CUDA or HIP), loaded
 // with dlopen. It loads code objects and launches them; the memory helpers
 // serve tests and tools. All members are thread-safe: the drivers are, and
-// the backends keep no mutable state after opening.
+// the one mutable state, CUDA's launch graphs, is behind a lock.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLAGEN_LIB_RUNTIME_DEVICEBACKEND_H
@@ -83,6 +83,19 @@ public:
   virtual Status launch(const DeviceFunction &function,
                         const LaunchGeometry &geometry, void *stream,
                         void **params) = 0;
+  // Enqueues `first`, then `second`, with one argument array (a split-KV
+  // step and its reduce). CUDA makes the pair one graph launch where the
+  // stream is not being captured, at about one launch's host time; others
+  // launch them one after the other.
+  virtual Status launchPair(const DeviceFunction &first,
+                            const LaunchGeometry &firstGeometry,
+                            const DeviceFunction &second,
+                            const LaunchGeometry &secondGeometry,
+                            void *stream, void **params) {
+    if (Status status = launch(first, firstGeometry, stream, params); !status)
+      return status;
+    return launch(second, secondGeometry, stream, params);
+  }
 
   // Describes `request` as a tensor map for bulk tensor copies (sm_90 TMA)
   // in `map`'s 128 bytes. Unsupported where the driver has none (HIP, CUDA

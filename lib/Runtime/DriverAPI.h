@@ -22,6 +22,9 @@ using Context = void *;
 using Module = void *;
 using Function = void *;
 using Stream = void *;
+using Graph = void *;
+using GraphNode = void *;
+using GraphExec = void *;
 
 enum : int {
   kErrorNoDevice = 100,
@@ -37,21 +40,24 @@ enum : int {
   kTensorMapL2Promotion256B = 3,
   kTensorMapOOBFillNone = 0,
   kTensorMapBytes = 128,
+  kGraphKernelNodePortProgrammatic = 1,
+  kGraphDependencyTypeProgrammatic = 1,
 };
 
 // cuLaunchKernelEx's configuration (CUDA >= 12.0), for programmatic
 // dependent launch (an int) and cluster dimensions (three unsigned).
+union LaunchAttributeValue {
+  char bytes[64];
+  int programmaticStreamSerializationAllowed;
+  struct {
+    unsigned x, y, z;
+  } clusterDim;
+  void *align;
+};
 struct LaunchAttribute {
   int id;
   char pad[4];
-  union {
-    char bytes[64];
-    int programmaticStreamSerializationAllowed;
-    struct {
-      unsigned x, y, z;
-    } clusterDim;
-    void *align;
-  } value;
+  LaunchAttributeValue value;
 };
 struct LaunchConfig {
   unsigned gridDimX, gridDimY, gridDimZ;
@@ -60,6 +66,22 @@ struct LaunchConfig {
   Stream stream;
   LaunchAttribute *attrs;
   unsigned numAttrs;
+};
+
+// A graph's kernel node (CUDA_KERNEL_NODE_PARAMS_v2, CUDA >= 12.0).
+struct KernelNodeParams {
+  Function function;
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  void **kernelParams;
+  void **extra;
+  void *kernel;  // a CUkernel, used only without `function`
+  Context context; // ignored with `function`
+};
+// An edge between graph nodes (CUgraphEdgeData, CUDA >= 12.3).
+struct GraphEdgeData {
+  unsigned char fromPort, toPort, type, reserved[5];
 };
 
 // Member order follows the symbol table in CudaBackend.cpp.
@@ -105,6 +127,25 @@ struct API {
                                  int oobFill);
   // cuStreamIsCapturing (CUDA >= 10.0), optional: status 0 = not capturing.
   Result (*streamIsCapturing)(Stream stream, int *status);
+  // Graphs of kernel nodes with programmatic edges (CUDA >= 12.3),
+  // optional as a set: all or none are bound.
+  Result (*graphCreate)(Graph *graph, unsigned flags);
+  Result (*graphDestroy)(Graph graph);
+  Result (*graphAddKernelNode)(GraphNode *node, Graph graph,
+                               const GraphNode *dependencies,
+                               size_t numDependencies,
+                               const KernelNodeParams *params);
+  Result (*graphKernelNodeSetAttribute)(GraphNode node, int attribute,
+                                        const LaunchAttributeValue *value);
+  Result (*graphAddDependencies)(Graph graph, const GraphNode *from,
+                                 const GraphNode *to,
+                                 const GraphEdgeData *edges, size_t count);
+  Result (*graphInstantiate)(GraphExec *exec, Graph graph,
+                             unsigned long long flags);
+  Result (*graphExecDestroy)(GraphExec exec);
+  Result (*graphExecKernelNodeSetParams)(GraphExec exec, GraphNode node,
+                                         const KernelNodeParams *params);
+  Result (*graphLaunch)(GraphExec exec, Stream stream);
 };
 } // namespace cu
 

@@ -661,10 +661,10 @@ Status RuntimeImpl::launchWithReduce(const LoadedKernel &loaded,
                   std::string(opKindName(loaded.signature().op)) +
                       " kernel loaded without its reduce entry");
   void *kernelArgs[] = {params};
-  if (Status status = backend_->launch(function, main, stream, kernelArgs);
-      !status || (planSlots == 0 && !captured))
-    return status;
-  return backend_->launch(function.extra(0), reduce, stream, kernelArgs);
+  if (planSlots == 0 && !captured)
+    return backend_->launch(function, main, stream, kernelArgs);
+  return backend_->launchPair(function, main, function.extra(0), reduce,
+                              stream, kernelArgs);
 }
 
 Status RuntimeImpl::runPagedDecode(const Kernel &kernel,

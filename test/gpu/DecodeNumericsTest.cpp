@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <numeric>
@@ -377,9 +378,26 @@ TEST_CASE("a decode step's host time, and the same bits when repeated",
         makeInputs(sig, std::vector<int>(64, 1000), 11 + heads);
     checkAgainstReference(pairs,
                           decodeOnGpu(fixture, *kernel, pairs, 132, 500));
-    // Requests of many chunks: decode + reduce.
+    // Requests of many chunks: decode + reduce, one graph launch.
     DecodeInputs many = makeInputs(sig, std::vector<int>(4, 8000), 13 + heads);
-    checkAgainstReference(many, decodeOnGpu(fixture, *kernel, many, 132, 500));
+    DecodeResult graph = decodeOnGpu(fixture, *kernel, many, 132, 500);
+    checkAgainstReference(many, graph);
+    // The same step as two stream launches (MLAGEN_LAUNCH_GRAPHS=0, read
+    // when a runtime opens its device): the same bits, and its host time
+    // printed beside the graph's.
+    Fixture separate;
+    ::setenv("MLAGEN_LAUNCH_GRAPHS", "0", 1);
+    const bool opened = openGpu(separate);
+    ::unsetenv("MLAGEN_LAUNCH_GRAPHS");
+    REQUIRE(opened);
+    const Kernel *separateKernel = nullptr;
+    REQUIRE(separate.runtime->getKernel(sig, separateKernel));
+    std::cout << "two launches, not a graph: ";
+    DecodeResult launches =
+        decodeOnGpu(separate, *separateKernel, many, 132, 500);
+    CHECK(graph.out == launches.out);
+    CHECK(std::memcmp(graph.lse.data(), launches.lse.data(),
+                      graph.lse.size() * sizeof(float)) == 0);
   }
 }
 

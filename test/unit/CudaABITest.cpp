@@ -48,6 +48,15 @@ CHECK_ABI(getErrorString, cuGetErrorString);
 CHECK_ABI(launchKernelEx, cuLaunchKernelEx);
 CHECK_ABI(tensorMapEncodeTiled, cuTensorMapEncodeTiled);
 CHECK_ABI(streamIsCapturing, cuStreamIsCapturing);
+CHECK_ABI(graphCreate, cuGraphCreate);
+CHECK_ABI(graphDestroy, cuGraphDestroy);
+CHECK_ABI(graphAddKernelNode, cuGraphAddKernelNode_v2);
+CHECK_ABI(graphKernelNodeSetAttribute, cuGraphKernelNodeSetAttribute);
+CHECK_ABI(graphAddDependencies, cuGraphAddDependencies_v2);
+CHECK_ABI(graphInstantiate, cuGraphInstantiateWithFlags);
+CHECK_ABI(graphExecDestroy, cuGraphExecDestroy);
+CHECK_ABI(graphExecKernelNodeSetParams, cuGraphExecKernelNodeSetParams_v2);
+CHECK_ABI(graphLaunch, cuGraphLaunch);
 
 static_assert(int(cu::kErrorNoDevice) == int(CUDA_ERROR_NO_DEVICE));
 static_assert(int(cu::kAttributeComputeCapabilityMajor) ==
@@ -81,6 +90,25 @@ static_assert(offsetof(cu::LaunchConfig, attrs) ==
               offsetof(CUlaunchConfig, attrs));
 static_assert(offsetof(cu::LaunchConfig, numAttrs) ==
               offsetof(CUlaunchConfig, numAttrs));
+static_assert(sizeof(cu::LaunchAttributeValue) ==
+              sizeof(CUlaunchAttributeValue));
+static_assert(sizeof(cu::KernelNodeParams) ==
+              sizeof(CUDA_KERNEL_NODE_PARAMS_v2));
+static_assert(offsetof(cu::KernelNodeParams, sharedMemBytes) ==
+              offsetof(CUDA_KERNEL_NODE_PARAMS_v2, sharedMemBytes));
+static_assert(offsetof(cu::KernelNodeParams, kernelParams) ==
+              offsetof(CUDA_KERNEL_NODE_PARAMS_v2, kernelParams));
+static_assert(offsetof(cu::KernelNodeParams, context) ==
+              offsetof(CUDA_KERNEL_NODE_PARAMS_v2, ctx));
+static_assert(sizeof(cu::GraphEdgeData) == sizeof(CUgraphEdgeData));
+static_assert(offsetof(cu::GraphEdgeData, type) ==
+              offsetof(CUgraphEdgeData, type));
+static_assert(int(cu::kGraphKernelNodePortProgrammatic) ==
+              int(CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC));
+static_assert(int(cu::kGraphDependencyTypeProgrammatic) ==
+              int(CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC));
+static_assert(int(cu::kLaunchAttributeClusterDimension) ==
+              int(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION));
 } // namespace cuda_check
 
 namespace nvrtc_check {

@@ -1,0 +1,82 @@
+//===- CudaPairGraphs.h - two launches as one graph launch ------*- C++ -*-===//
+//
+// A split-KV step is two kernels (decode, then its reduce). Two stream
+// launches cost the driver about twice one launch's host time (7.3-7.7 us
+// on an H100 through cuLaunchKernelEx), while a graph of the same two
+// kernel nodes, both nodes' grids and parameter blocks updated each step,
+// costs about one (3.7-3.8 us; bench/probes/graph_launch_floor.cu). So
+// each (stream, kernel pair, block shape) gets a graph instantiated once
+// and updated per step. The reduce hangs on a programmatic edge where its
+// launch asks for early start, as it would in the stream; the decode itself
+// then waits for all earlier work in the stream (a graph's first node
+// takes no early start).
+//
+//===----------------------------------------------------------------------===//
+#ifndef MLAGEN_LIB_RUNTIME_CUDAPAIRGRAPHS_H
+#define MLAGEN_LIB_RUNTIME_CUDAPAIRGRAPHS_H
+
+#include "DeviceBackend.h"
+#include "DriverAPI.h"
+
+#include <mutex>
+#include <vector>
+
+namespace mlagen {
+
+class CudaPairGraphs {
+public:
+  // `earlyStart`: programmatic edges are allowed (the backend's own rule).
+  CudaPairGraphs(const cu::API &api, bool earlyStart);
+  ~CudaPairGraphs();
+  CudaPairGraphs(const CudaPairGraphs &) = delete;
+  CudaPairGraphs &operator=(const CudaPairGraphs &) = delete;
+
+  // Whether the driver has every graph call used here (CUDA >= 12.3) and
+  // MLAGEN_LAUNCH_GRAPHS is not 0.
+  static bool usable(const cu::API &api);
+
+  // Enqueues `first` then `second` on `stream` (not being captured; the
+  // caller's context current) as one graph launch. Returns false, with
+  // nothing enqueued, where this pair cannot go as a graph (a build or an
+  // update the driver refused): the caller then launches them itself.
+  // `rc` is the driver's error where the graph launch itself failed.
+  bool launch(const DeviceFunction &first, const LaunchGeometry &firstShape,
+              const DeviceFunction &second, const LaunchGeometry &secondShape,
+              void *stream, void **params, cu::Result &rc);
+
+  // Drops the graphs of `module`'s kernels before it is unloaded.
+  void forget(void *module);
+
+  // Kept at most: a process cycling through streams rebuilds the oldest.
+  static constexpr size_t kMaxGraphs = 64;
+
+private:
+  struct Key {
+    void *stream, *first, *second;
+    unsigned firstThreads, secondThreads, firstCluster, secondCluster;
+    bool programmatic;
+    bool operator==(const Key &) const = default;
+  };
+  struct Entry {
+    Key key;
+    void *module = nullptr;
+    cu::Graph graph = nullptr;
+    cu::GraphExec exec = nullptr;
+    cu::GraphNode nodes[2] = {};
+    bool refused = false; // the driver would not build or update it
+  };
+
+  // Builds `entry`'s graph for its key; false where the driver refused.
+  bool build(Entry &entry, const LaunchGeometry &firstShape,
+             const LaunchGeometry &secondShape, void **params);
+  void destroy(Entry &entry);
+
+  const cu::API &api_;
+  const bool earlyStart_;
+  std::mutex mutex_;
+  std::vector<Entry> entries_; // oldest first
+};
+
+} // namespace mlagen
+
+#endif // MLAGEN_LIB_RUNTIME_CUDAPAIRGRAPHS_H

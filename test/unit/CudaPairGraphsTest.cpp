@@ -1,0 +1,258 @@
+//===- CudaPairGraphsTest.cpp - decode + reduce as one graph launch -------===//
+//
+// CudaPairGraphs against a fake driver (cu::API's graph calls as counters):
+// one graph per stream and kernel pair, built once and updated each step
+// with that step's grids and parameter blocks; the reduce on a programmatic
+// edge only with early start; clusters as node attributes; a driver that
+// refuses a build or an update leaves the launch to the caller with nothing
+// enqueued; unloading a module drops its graphs; at most kMaxGraphs kept.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaPairGraphs.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <vector>
+
+using namespace mlagen;
+
+namespace {
+
+// What the fake driver saw. One at a time: the fake's calls are plain
+// functions, so they reach it through this global.
+struct FakeDriver {
+  int creates = 0, destroys = 0, execDestroys = 0, launches = 0, updates = 0;
+  int clusterAttributes = 0;
+  std::vector<cu::GraphEdgeData> edges;
+  std::vector<cu::KernelNodeParams> lastUpdate;
+  std::vector<void *> launchedStreams;
+  bool refuseInstantiate = false, refuseUpdate = false;
+  int launchResult = 0;
+  int nextHandle = 1;
+};
+FakeDriver *fake = nullptr;
+
+void *handle() { return reinterpret_cast<void *>(intptr_t(fake->nextHandle++)); }
+
+cu::API fakeAPI() {
+  cu::API api = {};
+  api.graphCreate = [](cu::Graph *graph, unsigned) {
+    ++fake->creates;
+    *graph = handle();
+    return 0;
+  };
+  api.graphDestroy = [](cu::Graph) {
+    ++fake->destroys;
+    return 0;
+  };
+  api.graphAddKernelNode = [](cu::GraphNode *node, cu::Graph, const cu::GraphNode *,
+                              size_t, const cu::KernelNodeParams *) {
+    *node = handle();
+    return 0;
+  };
+  api.graphKernelNodeSetAttribute = [](cu::GraphNode, int attribute,
+                                       const cu::LaunchAttributeValue *value) {
+    if (attribute == cu::kLaunchAttributeClusterDimension &&
+        value->clusterDim.x > 1)
+      ++fake->clusterAttributes;
+    return 0;
+  };
+  api.graphAddDependencies = [](cu::Graph, const cu::GraphNode *,
+                                const cu::GraphNode *,
+                                const cu::GraphEdgeData *edges, size_t count) {
+    fake->edges.insert(fake->edges.end(), edges, edges + count);
+    return 0;
+  };
+  api.graphInstantiate = [](cu::GraphExec *exec, cu::Graph, unsigned long long) {
+    if (fake->refuseInstantiate)
+      return 1;
+    *exec = handle();
+    return 0;
+  };
+  api.graphExecDestroy = [](cu::GraphExec) {
+    ++fake->execDestroys;
+    return 0;
+  };
+  api.graphExecKernelNodeSetParams = [](cu::GraphExec, cu::GraphNode,
+                                        const cu::KernelNodeParams *params) {
+    if (fake->refuseUpdate)
+      return 1;
+    ++fake->updates;
+    fake->lastUpdate.push_back(*params);
+    return 0;
+  };
+  api.graphLaunch = [](cu::GraphExec, cu::Stream stream) {
+    ++fake->launches;
+    fake->launchedStreams.push_back(stream);
+    return fake->launchResult;
+  };
+  return api;
+}
+
+struct Scope {
+  FakeDriver driver;
+  cu::API api = fakeAPI();
+  Scope() { fake = &driver; }
+  ~Scope() { fake = nullptr; }
+};
+
+DeviceFunction function(intptr_t module, intptr_t entry) {
+  return {reinterpret_cast<void *>(module), reinterpret_cast<void *>(entry), {}};
+}
+
+LaunchGeometry shape(unsigned grid, unsigned threads, bool early,
+                     unsigned cluster = 1) {
+  LaunchGeometry g;
+  g.grid[0] = grid;
+  g.threadsPerBlock = threads;
+  g.sharedBytes = 1000 + grid;
+  g.earlyStart = early;
+  g.clusterX = cluster;
+  return g;
+}
+
+void *stream(intptr_t s) { return reinterpret_cast<void *>(s); }
+
+} // namespace
+
+TEST_CASE("decode + reduce go as one graph, built once and updated per step",
+          "[runtime][graphs]") {
+  Scope scope;
+  REQUIRE(CudaPairGraphs::usable(scope.api));
+  CudaPairGraphs graphs(scope.api, /*earlyStart=*/true);
+  DeviceFunction decode = function(100, 101), reduce = function(100, 102);
+  int block = 0;
+  void *params[] = {&block};
+  cu::Result rc = -1;
+  for (unsigned step = 0; step < 3; ++step) {
+    REQUIRE(graphs.launch(decode, shape(132 + step, 384, true), reduce,
+                          shape(40 + step, 256, true), stream(7), params, rc));
+    CHECK(rc == 0);
+  }
+  CHECK(scope.driver.creates == 1);
+  CHECK(scope.driver.launches == 3);
+  CHECK(scope.driver.updates == 6);
+  // The last step's grids, blocks and arguments reached both nodes.
+  REQUIRE(scope.driver.lastUpdate.size() == 6);
+  const cu::KernelNodeParams &d = scope.driver.lastUpdate[4];
+  const cu::KernelNodeParams &r = scope.driver.lastUpdate[5];
+  CHECK(d.function == decode.function);
+  CHECK(d.gridDimX == 134);
+  CHECK(d.blockDimX == 384);
+  CHECK(d.sharedMemBytes == 1134);
+  CHECK(d.kernelParams == params);
+  CHECK(r.function == reduce.function);
+  CHECK(r.gridDimX == 42);
+  CHECK(r.blockDimX == 256);
+  // The reduce may start early: a programmatic edge.
+  REQUIRE(scope.driver.edges.size() == 1);
+  CHECK(scope.driver.edges[0].type == cu::kGraphDependencyTypeProgrammatic);
+  CHECK(scope.driver.edges[0].fromPort == cu::kGraphKernelNodePortProgrammatic);
+
+  // Another stream: a graph of its own (launches of one graph serialise).
+  REQUIRE(graphs.launch(decode, shape(132, 384, true), reduce,
+                        shape(40, 256, true), stream(8), params, rc));
+  CHECK(scope.driver.creates == 2);
+  CHECK(scope.driver.launchedStreams.back() == stream(8));
+  // Clusters: another graph, the decode node carrying them.
+  REQUIRE(graphs.launch(decode, shape(132, 384, true, 2), reduce,
+                        shape(40, 256, true), stream(7), params, rc));
+  CHECK(scope.driver.creates == 3);
+  CHECK(scope.driver.clusterAttributes == 1);
+
+  // Unloading the module drops all three.
+  graphs.forget(decode.module);
+  CHECK(scope.driver.execDestroys == 3);
+  CHECK(scope.driver.destroys == 3);
+  REQUIRE(graphs.launch(decode, shape(132, 384, true), reduce,
+                        shape(40, 256, true), stream(7), params, rc));
+  CHECK(scope.driver.creates == 4);
+}
+
+TEST_CASE("without early start the reduce waits for the whole decode",
+          "[runtime][graphs]") {
+  Scope scope;
+  CudaPairGraphs graphs(scope.api, /*earlyStart=*/false);
+  DeviceFunction decode = function(1, 2), reduce = function(1, 3);
+  void *params[] = {nullptr};
+  cu::Result rc = -1;
+  REQUIRE(graphs.launch(decode, shape(8, 128, true), reduce,
+                        shape(8, 128, true), stream(1), params, rc));
+  REQUIRE(scope.driver.edges.size() == 1);
+  CHECK(scope.driver.edges[0].type == 0);
+  CHECK(scope.driver.edges[0].fromPort == 0);
+}
+
+TEST_CASE("a driver that refuses a launch graph leaves the launches to the "
+          "caller",
+          "[runtime][graphs]") {
+  Scope scope;
+  CudaPairGraphs graphs(scope.api, true);
+  DeviceFunction decode = function(1, 2), reduce = function(1, 3);
+  void *params[] = {nullptr};
+  cu::Result rc = -1;
+  SECTION("refused build: not retried on every step") {
+    scope.driver.refuseInstantiate = true;
+    CHECK_FALSE(graphs.launch(decode, shape(8, 128, true), reduce,
+                              shape(8, 128, true), stream(1), params, rc));
+    CHECK_FALSE(graphs.launch(decode, shape(8, 128, true), reduce,
+                              shape(8, 128, true), stream(1), params, rc));
+    CHECK(scope.driver.creates == 1);
+    CHECK(scope.driver.destroys == 1); // the half-built graph
+    CHECK(scope.driver.launches == 0);
+  }
+  SECTION("refused update: nothing enqueued, the graph dropped") {
+    REQUIRE(graphs.launch(decode, shape(8, 128, true), reduce,
+                          shape(8, 128, true), stream(1), params, rc));
+    scope.driver.refuseUpdate = true;
+    CHECK_FALSE(graphs.launch(decode, shape(9, 128, true), reduce,
+                              shape(9, 128, true), stream(1), params, rc));
+    CHECK(scope.driver.launches == 1);
+    CHECK(scope.driver.execDestroys == 1);
+  }
+  SECTION("a failed graph launch is the caller's error") {
+    scope.driver.launchResult = 700;
+    CHECK(graphs.launch(decode, shape(8, 128, true), reduce,
+                        shape(8, 128, true), stream(1), params, rc));
+    CHECK(rc == 700);
+  }
+}
+
+TEST_CASE("launch graphs are bounded: the oldest goes first",
+          "[runtime][graphs]") {
+  Scope scope;
+  CudaPairGraphs graphs(scope.api, true);
+  DeviceFunction decode = function(1, 2), reduce = function(1, 3);
+  void *params[] = {nullptr};
+  cu::Result rc = -1;
+  for (size_t s = 0; s <= CudaPairGraphs::kMaxGraphs; ++s)
+    REQUIRE(graphs.launch(decode, shape(8, 128, true), reduce,
+                          shape(8, 128, true), stream(intptr_t(s + 1)),
+                          params, rc));
+  CHECK(scope.driver.creates == int(CudaPairGraphs::kMaxGraphs) + 1);
+  CHECK(scope.driver.execDestroys == 1);
+  // The newest is still there; the first stream's graph is built again.
+  REQUIRE(graphs.launch(decode, shape(8, 128, true), reduce,
+                        shape(8, 128, true),
+                        stream(intptr_t(CudaPairGraphs::kMaxGraphs + 1)),
+                        params, rc));
+  CHECK(scope.driver.creates == int(CudaPairGraphs::kMaxGraphs) + 1);
+  REQUIRE(graphs.launch(decode, shape(8, 128, true), reduce,
+                        shape(8, 128, true), stream(1), params, rc));
+  CHECK(scope.driver.creates == int(CudaPairGraphs::kMaxGraphs) + 2);
+}
+
+TEST_CASE("launch graphs need every graph call, and yield to "
+          "MLAGEN_LAUNCH_GRAPHS=0",
+          "[runtime][graphs]") {
+  Scope scope;
+  CHECK(CudaPairGraphs::usable(scope.api));
+  ::setenv("MLAGEN_LAUNCH_GRAPHS", "0", 1);
+  CHECK_FALSE(CudaPairGraphs::usable(scope.api));
+  ::unsetenv("MLAGEN_LAUNCH_GRAPHS");
+  cu::API old = scope.api;
+  old.graphAddDependencies = nullptr; // a driver before CUDA 12.3
+  CHECK_FALSE(CudaPairGraphs::usable(old));
+}
