@@ -5,15 +5,14 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <string>
 
 namespace mlagen {
 namespace {
 
-cu::KernelNodeParams nodeParams(const DeviceFunction &function,
-                                const LaunchGeometry &g, void **params) {
+cu::KernelNodeParams nodeParams(void *function, const LaunchGeometry &g,
+                                void **params) {
   cu::KernelNodeParams node = {};
-  node.function = function.function;
+  node.function = function;
   node.gridDimX = g.grid[0];
   node.gridDimY = g.grid[1];
   node.gridDimZ = g.grid[2];
@@ -27,13 +26,23 @@ cu::KernelNodeParams nodeParams(const DeviceFunction &function,
 
 } // namespace
 
+CudaPairGraphs::Entry::Entry(const cu::API &api, const Key &key,
+                             void *firstModule, void *secondModule)
+    : api(api), key(key), modules{firstModule, secondModule} {}
+
+void CudaPairGraphs::Entry::release() {
+  if (exec)
+    api.graphExecDestroy(exec);
+  if (graph)
+    api.graphDestroy(graph);
+  exec = nullptr;
+  graph = nullptr;
+}
+
 CudaPairGraphs::CudaPairGraphs(const cu::API &api, bool earlyStart)
     : api_(api), earlyStart_(earlyStart) {}
 
-CudaPairGraphs::~CudaPairGraphs() {
-  for (Entry &entry : entries_)
-    destroy(entry);
-}
+CudaPairGraphs::~CudaPairGraphs() = default;
 
 bool CudaPairGraphs::usable(const cu::API &api) {
   const char *env = std::getenv("MLAGEN_LAUNCH_GRAPHS");
@@ -43,6 +52,41 @@ bool CudaPairGraphs::usable(const cu::API &api) {
          api.graphKernelNodeSetAttribute && api.graphAddDependencies &&
          api.graphInstantiate && api.graphExecDestroy &&
          api.graphExecKernelNodeSetParams && api.graphLaunch;
+}
+
+std::string CudaPairGraphs::describe(const char *call, cu::Result rc) const {
+  const char *name = nullptr;
+  if (api_.getErrorName)
+    api_.getErrorName(rc, &name);
+  return std::string(call) + " failed: " +
+         (name ? name : "CUDA error " + std::to_string(rc));
+}
+
+std::shared_ptr<CudaPairGraphs::Entry>
+CudaPairGraphs::find(const Key &key, const DeviceFunction &first,
+                     const DeviceFunction &second,
+                     const LaunchGeometry &firstShape,
+                     const LaunchGeometry &secondShape, void **params) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = std::find_if(entries_.begin(), entries_.end(),
+                            [&](const auto &e) { return e->key == key; });
+  if (found != entries_.end()) {
+    std::rotate(found, found + 1, entries_.end()); // now the most recent
+    return entries_.back();
+  }
+  if (entries_.size() >= kMaxGraphs)
+    entries_.erase(entries_.begin());
+  auto entry =
+      std::make_shared<Entry>(api_, key, first.module, second.module);
+  if (std::string why = build(*entry, firstShape, secondShape, params);
+      !why.empty()) {
+    MLAGEN_LOG(Warn, "decode + reduce as one graph: " + why +
+                         "; launching them one by one");
+    entry->release();
+    entry->refused = true;
+  }
+  entries_.push_back(entry);
+  return entry;
 }
 
 bool CudaPairGraphs::launch(const DeviceFunction &first,
@@ -59,68 +103,49 @@ bool CudaPairGraphs::launch(const DeviceFunction &first,
                    firstShape.clusterX,
                    secondShape.clusterX,
                    secondShape.earlyStart && earlyStart_};
-  // One lock for the update and the launch: another thread's update of the
-  // same graph must not land between them.
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto found = std::find_if(entries_.begin(), entries_.end(),
-                            [&](const Entry &e) { return e.key == key; });
-  if (found == entries_.end()) {
-    if (entries_.size() >= kMaxGraphs) {
-      destroy(entries_.front());
-      entries_.erase(entries_.begin());
-    }
-    Entry entry;
-    entry.key = key;
-    entry.module = first.module;
-    if (!build(entry, firstShape, secondShape, params)) {
-      MLAGEN_LOG(Warn, "decode + reduce as one graph refused by the driver; "
-                       "launching them one by one");
-      destroy(entry);
-      entry.refused = true;
-    }
-    entries_.push_back(entry);
-    found = entries_.end() - 1;
-  }
-  Entry &entry = *found;
-  if (entry.refused)
+  std::shared_ptr<Entry> entry =
+      find(key, first, second, firstShape, secondShape, params);
+  std::lock_guard<std::mutex> lock(entry->mutex);
+  if (entry->refused)
     return false;
   const cu::KernelNodeParams nodes[2] = {
-      nodeParams(first, firstShape, params),
-      nodeParams(second, secondShape, params)};
+      nodeParams(first.function, firstShape, params),
+      nodeParams(second.function, secondShape, params)};
   for (int i = 0; i < 2; ++i)
-    if (api_.graphExecKernelNodeSetParams(entry.exec, entry.nodes[i],
-                                          &nodes[i]) != 0) {
+    if (cu::Result update = api_.graphExecKernelNodeSetParams(
+            entry->exec, entry->nodes[i], &nodes[i])) {
       // Nothing of this step is enqueued yet: the caller launches both.
-      MLAGEN_LOG(Warn, "a launch graph update refused by the driver; "
-                       "launching decode and reduce one by one");
-      destroy(entry);
-      entry.refused = true;
+      MLAGEN_LOG(Warn, "decode + reduce as one graph: " +
+                           describe("cuGraphExecKernelNodeSetParams", update) +
+                           "; launching them one by one");
+      entry->release();
+      entry->refused = true;
       return false;
     }
-  rc = api_.graphLaunch(entry.exec, stream);
+  rc = api_.graphLaunch(entry->exec, stream);
   return true;
 }
 
-bool CudaPairGraphs::build(Entry &entry, const LaunchGeometry &firstShape,
-                           const LaunchGeometry &secondShape, void **params) {
-  if (api_.graphCreate(&entry.graph, 0) != 0)
-    return false;
+std::string CudaPairGraphs::build(Entry &entry,
+                                  const LaunchGeometry &firstShape,
+                                  const LaunchGeometry &secondShape,
+                                  void **params) {
+  if (cu::Result rc = api_.graphCreate(&entry.graph, 0))
+    return describe("cuGraphCreate", rc);
   const Key &key = entry.key;
   const LaunchGeometry *shapes[2] = {&firstShape, &secondShape};
   void *functions[2] = {key.first, key.second};
   for (int i = 0; i < 2; ++i) {
-    cu::KernelNodeParams node =
-        nodeParams({nullptr, functions[i], {}}, *shapes[i], params);
-    if (api_.graphAddKernelNode(&entry.nodes[i], entry.graph, nullptr, 0,
-                                &node) != 0)
-      return false;
+    cu::KernelNodeParams node = nodeParams(functions[i], *shapes[i], params);
+    if (cu::Result rc = api_.graphAddKernelNode(&entry.nodes[i], entry.graph,
+                                                nullptr, 0, &node))
+      return describe("cuGraphAddKernelNode", rc);
     if (shapes[i]->clusterX > 1) {
       cu::LaunchAttributeValue cluster = {};
       cluster.clusterDim = {shapes[i]->clusterX, 1, 1};
-      if (api_.graphKernelNodeSetAttribute(
-              entry.nodes[i], cu::kLaunchAttributeClusterDimension,
-              &cluster) != 0)
-        return false;
+      if (cu::Result rc = api_.graphKernelNodeSetAttribute(
+              entry.nodes[i], cu::kLaunchAttributeClusterDimension, &cluster))
+        return describe("cuGraphKernelNodeSetAttribute", rc);
     }
   }
   cu::GraphEdgeData edge = {};
@@ -128,28 +153,19 @@ bool CudaPairGraphs::build(Entry &entry, const LaunchGeometry &firstShape,
     edge.fromPort = cu::kGraphKernelNodePortProgrammatic;
     edge.type = cu::kGraphDependencyTypeProgrammatic;
   }
-  return api_.graphAddDependencies(entry.graph, &entry.nodes[0],
-                                   &entry.nodes[1], &edge, 1) == 0 &&
-         api_.graphInstantiate(&entry.exec, entry.graph, 0) == 0;
-}
-
-void CudaPairGraphs::destroy(Entry &entry) {
-  // An exec with launches in flight is freed when they finish.
-  if (entry.exec)
-    api_.graphExecDestroy(entry.exec);
-  if (entry.graph)
-    api_.graphDestroy(entry.graph);
-  entry.exec = nullptr;
-  entry.graph = nullptr;
+  if (cu::Result rc = api_.graphAddDependencies(
+          entry.graph, &entry.nodes[0], &entry.nodes[1], &edge, 1))
+    return describe("cuGraphAddDependencies", rc);
+  if (cu::Result rc = api_.graphInstantiate(&entry.exec, entry.graph, 0))
+    return describe("cuGraphInstantiate", rc);
+  return "";
 }
 
 void CudaPairGraphs::forget(void *module) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (Entry &entry : entries_)
-    if (entry.module == module)
-      destroy(entry);
-  std::erase_if(entries_,
-                [&](const Entry &entry) { return entry.module == module; });
+  std::erase_if(entries_, [&](const auto &entry) {
+    return entry->modules[0] == module || entry->modules[1] == module;
+  });
 }
 
 } // namespace mlagen

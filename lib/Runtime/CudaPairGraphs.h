@@ -18,7 +18,9 @@
 #include "DeviceBackend.h"
 #include "DriverAPI.h"
 
+#include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace mlagen {
@@ -44,10 +46,10 @@ public:
               const DeviceFunction &second, const LaunchGeometry &secondShape,
               void *stream, void **params, cu::Result &rc);
 
-  // Drops the graphs of `module`'s kernels before it is unloaded.
+  // Drops the graphs holding `module`'s kernels before it is unloaded.
   void forget(void *module);
 
-  // Kept at most: a process cycling through streams rebuilds the oldest.
+  // Kept at most, least recently launched dropped first.
   static constexpr size_t kMaxGraphs = 64;
 
 private:
@@ -57,24 +59,38 @@ private:
     bool programmatic;
     bool operator==(const Key &) const = default;
   };
+  // One graph. Its own lock keeps another thread's update from landing
+  // between this step's update and launch; other graphs go on meanwhile.
   struct Entry {
-    Key key;
-    void *module = nullptr;
+    Entry(const cu::API &api, const Key &key, void *firstModule,
+          void *secondModule);
+    ~Entry() { release(); }
+    // Destroys the graph; an exec with launches in flight is freed when
+    // they finish.
+    void release();
+    const cu::API &api;
+    const Key key;
+    void *modules[2];
+    std::mutex mutex;
     cu::Graph graph = nullptr;
     cu::GraphExec exec = nullptr;
     cu::GraphNode nodes[2] = {};
     bool refused = false; // the driver would not build or update it
   };
 
-  // Builds `entry`'s graph for its key; false where the driver refused.
-  bool build(Entry &entry, const LaunchGeometry &firstShape,
-             const LaunchGeometry &secondShape, void **params);
-  void destroy(Entry &entry);
+  // Builds `entry`'s graph; the empty string, or the refused call and why.
+  std::string build(Entry &entry, const LaunchGeometry &firstShape,
+                    const LaunchGeometry &secondShape, void **params);
+  std::shared_ptr<Entry> find(const Key &key, const DeviceFunction &first,
+                              const DeviceFunction &second,
+                              const LaunchGeometry &firstShape,
+                              const LaunchGeometry &secondShape, void **params);
+  std::string describe(const char *call, cu::Result rc) const;
 
   const cu::API &api_;
   const bool earlyStart_;
-  std::mutex mutex_;
-  std::vector<Entry> entries_; // oldest first
+  std::mutex mutex_; // guards entries_
+  std::vector<std::shared_ptr<Entry>> entries_; // least recently used first
 };
 
 } // namespace mlagen

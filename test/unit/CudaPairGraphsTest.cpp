@@ -5,7 +5,8 @@
 // with that step's grids and parameter blocks; the reduce on a programmatic
 // edge only with early start; clusters as node attributes; a driver that
 // refuses a build or an update leaves the launch to the caller with nothing
-// enqueued; unloading a module drops its graphs; at most kMaxGraphs kept.
+// enqueued, and is not asked again; unloading either kernel's module drops
+// its graphs; at most kMaxGraphs kept, the least recently launched dropped.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,7 +25,7 @@ namespace {
 // functions, so they reach it through this global.
 struct FakeDriver {
   int creates = 0, destroys = 0, execDestroys = 0, launches = 0, updates = 0;
-  int clusterAttributes = 0;
+  std::vector<cu::GraphNode> clusterNodes, addedNodes;
   std::vector<cu::GraphEdgeData> edges;
   std::vector<cu::KernelNodeParams> lastUpdate;
   std::vector<void *> launchedStreams;
@@ -50,13 +51,14 @@ cu::API fakeAPI() {
   api.graphAddKernelNode = [](cu::GraphNode *node, cu::Graph, const cu::GraphNode *,
                               size_t, const cu::KernelNodeParams *) {
     *node = handle();
+    fake->addedNodes.push_back(*node);
     return 0;
   };
-  api.graphKernelNodeSetAttribute = [](cu::GraphNode, int attribute,
+  api.graphKernelNodeSetAttribute = [](cu::GraphNode node, int attribute,
                                        const cu::LaunchAttributeValue *value) {
     if (attribute == cu::kLaunchAttributeClusterDimension &&
-        value->clusterDim.x > 1)
-      ++fake->clusterAttributes;
+        value->clusterDim.x == 2)
+      fake->clusterNodes.push_back(node);
     return 0;
   };
   api.graphAddDependencies = [](cu::Graph, const cu::GraphNode *,
@@ -120,7 +122,6 @@ void *stream(intptr_t s) { return reinterpret_cast<void *>(s); }
 TEST_CASE("decode + reduce go as one graph, built once and updated per step",
           "[runtime][graphs]") {
   Scope scope;
-  REQUIRE(CudaPairGraphs::usable(scope.api));
   CudaPairGraphs graphs(scope.api, /*earlyStart=*/true);
   DeviceFunction decode = function(100, 101), reduce = function(100, 102);
   int block = 0;
@@ -156,30 +157,52 @@ TEST_CASE("decode + reduce go as one graph, built once and updated per step",
                         shape(40, 256, true), stream(8), params, rc));
   CHECK(scope.driver.creates == 2);
   CHECK(scope.driver.launchedStreams.back() == stream(8));
-  // Clusters: another graph, the decode node carrying them.
+  // Clusters: another graph, the decode node (its first) carrying them.
   REQUIRE(graphs.launch(decode, shape(132, 384, true, 2), reduce,
                         shape(40, 256, true), stream(7), params, rc));
   CHECK(scope.driver.creates == 3);
-  CHECK(scope.driver.clusterAttributes == 1);
+  REQUIRE(scope.driver.clusterNodes.size() == 1);
+  CHECK(scope.driver.clusterNodes[0] == scope.driver.addedNodes[4]);
+  // Another module's kernels on stream 7.
+  DeviceFunction other = function(200, 201), otherReduce = function(200, 202);
+  REQUIRE(graphs.launch(other, shape(132, 384, true), otherReduce,
+                        shape(40, 256, true), stream(7), params, rc));
+  CHECK(scope.driver.creates == 4);
 
-  // Unloading the module drops all three.
+  // Unloading the first module drops its three graphs and keeps the other.
   graphs.forget(decode.module);
   CHECK(scope.driver.execDestroys == 3);
   CHECK(scope.driver.destroys == 3);
-  REQUIRE(graphs.launch(decode, shape(132, 384, true), reduce,
+  REQUIRE(graphs.launch(other, shape(132, 384, true), otherReduce,
                         shape(40, 256, true), stream(7), params, rc));
   CHECK(scope.driver.creates == 4);
+  REQUIRE(graphs.launch(decode, shape(132, 384, true), reduce,
+                        shape(40, 256, true), stream(7), params, rc));
+  CHECK(scope.driver.creates == 5);
+  // A reduce of another module: the graph goes with either module.
+  REQUIRE(graphs.launch(decode, shape(132, 384, true), otherReduce,
+                        shape(40, 256, true), stream(7), params, rc));
+  CHECK(scope.driver.creates == 6);
+  graphs.forget(other.module);
+  CHECK(scope.driver.execDestroys == 5);
 }
 
 TEST_CASE("without early start the reduce waits for the whole decode",
           "[runtime][graphs]") {
   Scope scope;
-  CudaPairGraphs graphs(scope.api, /*earlyStart=*/false);
   DeviceFunction decode = function(1, 2), reduce = function(1, 3);
   void *params[] = {nullptr};
   cu::Result rc = -1;
-  REQUIRE(graphs.launch(decode, shape(8, 128, true), reduce,
-                        shape(8, 128, true), stream(1), params, rc));
+  SECTION("the backend has none") {
+    CudaPairGraphs graphs(scope.api, /*earlyStart=*/false);
+    REQUIRE(graphs.launch(decode, shape(8, 128, true), reduce,
+                          shape(8, 128, true), stream(1), params, rc));
+  }
+  SECTION("the reduce's launch asks for none") {
+    CudaPairGraphs graphs(scope.api, /*earlyStart=*/true);
+    REQUIRE(graphs.launch(decode, shape(8, 128, true), reduce,
+                          shape(8, 128, false), stream(1), params, rc));
+  }
   REQUIRE(scope.driver.edges.size() == 1);
   CHECK(scope.driver.edges[0].type == 0);
   CHECK(scope.driver.edges[0].fromPort == 0);
@@ -211,6 +234,12 @@ TEST_CASE("a driver that refuses a launch graph leaves the launches to the "
                               shape(9, 128, true), stream(1), params, rc));
     CHECK(scope.driver.launches == 1);
     CHECK(scope.driver.execDestroys == 1);
+    // Not asked again on the next step.
+    scope.driver.refuseUpdate = false;
+    CHECK_FALSE(graphs.launch(decode, shape(9, 128, true), reduce,
+                              shape(9, 128, true), stream(1), params, rc));
+    CHECK(scope.driver.updates == 2);
+    CHECK(scope.driver.launches == 1);
   }
   SECTION("a failed graph launch is the caller's error") {
     scope.driver.launchResult = 700;
@@ -220,34 +249,39 @@ TEST_CASE("a driver that refuses a launch graph leaves the launches to the "
   }
 }
 
-TEST_CASE("launch graphs are bounded: the oldest goes first",
+TEST_CASE("launch graphs are bounded: the least recently launched goes "
+          "first",
           "[runtime][graphs]") {
   Scope scope;
   CudaPairGraphs graphs(scope.api, true);
   DeviceFunction decode = function(1, 2), reduce = function(1, 3);
   void *params[] = {nullptr};
   cu::Result rc = -1;
-  for (size_t s = 0; s <= CudaPairGraphs::kMaxGraphs; ++s)
+  auto launchOn = [&](size_t s) {
     REQUIRE(graphs.launch(decode, shape(8, 128, true), reduce,
-                          shape(8, 128, true), stream(intptr_t(s + 1)),
-                          params, rc));
-  CHECK(scope.driver.creates == int(CudaPairGraphs::kMaxGraphs) + 1);
+                          shape(8, 128, true), stream(intptr_t(s)), params,
+                          rc));
+  };
+  const int max = int(CudaPairGraphs::kMaxGraphs);
+  for (int s = 1; s <= max; ++s)
+    launchOn(s);
+  launchOn(1); // stream 1's graph is now the most recent
+  CHECK(scope.driver.creates == max);
+  launchOn(max + 1); // drops stream 2's
+  CHECK(scope.driver.creates == max + 1);
   CHECK(scope.driver.execDestroys == 1);
-  // The newest is still there; the first stream's graph is built again.
-  REQUIRE(graphs.launch(decode, shape(8, 128, true), reduce,
-                        shape(8, 128, true),
-                        stream(intptr_t(CudaPairGraphs::kMaxGraphs + 1)),
-                        params, rc));
-  CHECK(scope.driver.creates == int(CudaPairGraphs::kMaxGraphs) + 1);
-  REQUIRE(graphs.launch(decode, shape(8, 128, true), reduce,
-                        shape(8, 128, true), stream(1), params, rc));
-  CHECK(scope.driver.creates == int(CudaPairGraphs::kMaxGraphs) + 2);
+  launchOn(1);
+  launchOn(max + 1);
+  CHECK(scope.driver.creates == max + 1);
+  launchOn(2);
+  CHECK(scope.driver.creates == max + 2);
 }
 
 TEST_CASE("launch graphs need every graph call, and yield to "
           "MLAGEN_LAUNCH_GRAPHS=0",
           "[runtime][graphs]") {
   Scope scope;
+  ::unsetenv("MLAGEN_LAUNCH_GRAPHS");
   CHECK(CudaPairGraphs::usable(scope.api));
   ::setenv("MLAGEN_LAUNCH_GRAPHS", "0", 1);
   CHECK_FALSE(CudaPairGraphs::usable(scope.api));
