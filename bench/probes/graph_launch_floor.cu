@@ -92,6 +92,14 @@ int main(int argc, char **argv) {
     auto t = Clock::now(); for (int i = 0; i < 100; ++i) step(); double btb = std::chrono::duration<double, std::micro>(Clock::now() - t).count() / 100; cuStreamSynchronize(s);
     std::printf("%-48s back to back %.2f us a step; alone median %.2f us, p90 %.2f\n", c.name, btb, alone[alone.size() / 2], alone[alone.size() * 9 / 10]);
   }
+  // cuStreamQuery on an idle stream: what asking whether to use the graph costs.
+  for (int round = 0; round < 2; ++round) {
+    CK(cuStreamSynchronize(s));
+    auto t = Clock::now();
+    for (int i = 0; i < 1000; ++i)
+      cuStreamQuery(s);
+    std::printf("cuStreamQuery (idle stream) %.3f us a call\n", std::chrono::duration<double, std::micro>(Clock::now() - t).count() / 1000);
+  }
   // Correctness of the updates: each step's byte must reach both kernels.
   CUfunction ca, cb; CK(cuModuleGetFunction(&ca, mod, "count_a")); CK(cuModuleGetFunction(&cb, mod, "count_b"));
   CUdeviceptr sum; CK(cuMemAlloc(&sum, 8)); CK(cuMemsetD32(sum, 0, 2));

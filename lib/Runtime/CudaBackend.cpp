@@ -159,7 +159,8 @@ public:
                     const DeviceFunction &second,
                     const LaunchGeometry &secondGeometry, void *stream,
                     void **params) override {
-    // Under capture the two launches become the caller's graph's nodes.
+    // Under capture the two launches become the caller's graph's nodes
+    // (and the stream must not be queried).
     if (pairGraphs_ && !capturing(stream)) {
       ContextScope scope(api_, context_);
       cu::Result rc = 0;
@@ -313,6 +314,8 @@ Status bindDriver(const DynamicLibrary &lib, cu::API &api) {
           lib.lookup("cuTensorMapEncodeTiled"));
   api.streamIsCapturing = reinterpret_cast<decltype(api.streamIsCapturing)>(
       lib.lookup("cuStreamIsCapturing"));
+  api.streamQuery = reinterpret_cast<decltype(api.streamQuery)>(
+      lib.lookup("cuStreamQuery"));
   // Launch graphs (CudaPairGraphs::usable wants them all).
   auto optional = [&](const char *name, auto &function) {
     function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(

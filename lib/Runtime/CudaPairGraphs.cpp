@@ -95,6 +95,8 @@ bool CudaPairGraphs::launch(const DeviceFunction &first,
                             const LaunchGeometry &secondShape, void *stream,
                             void **params, cu::Result &rc) {
   rc = 0;
+  if (api_.streamQuery && api_.streamQuery(stream) != 0)
+    return false; // busy (or an error the launches will name)
   const Key key = {stream,
                    first.function,
                    second.function,

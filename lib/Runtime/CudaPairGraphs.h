@@ -7,9 +7,12 @@
 // costs about one (3.7-3.8 us; bench/probes/graph_launch_floor.cu). So
 // each (stream, kernel pair, block shape) gets a graph instantiated once
 // and updated per step. The reduce hangs on a programmatic edge where its
-// launch asks for early start, as it would in the stream; the decode itself
-// then waits for all earlier work in the stream (a graph's first node
-// takes no early start).
+// launch asks for early start, as it would in the stream. The decode, a
+// graph's first node, takes no early start: it waits for all earlier work
+// in the stream, which cost about 2 us a step behind a GEMM when the device
+// was the bottleneck. So the graph goes only into an idle stream, where
+// the host is the bottleneck and early start has nothing to overlap; into a
+// busy one the caller launches both, as before.
 //
 //===----------------------------------------------------------------------===//
 #ifndef MLAGEN_LIB_RUNTIME_CUDAPAIRGRAPHS_H
@@ -39,8 +42,9 @@ public:
 
   // Enqueues `first` then `second` on `stream` (not being captured; the
   // caller's context current) as one graph launch. Returns false, with
-  // nothing enqueued, where this pair cannot go as a graph (a build or an
-  // update the driver refused): the caller then launches them itself.
+  // nothing enqueued, where `stream` still has work queued or this pair
+  // cannot go as a graph (a build or an update the driver refused): the
+  // caller then launches them itself.
   // `rc` is the driver's error where the graph launch itself failed.
   bool launch(const DeviceFunction &first, const LaunchGeometry &firstShape,
               const DeviceFunction &second, const LaunchGeometry &secondShape,

@@ -127,6 +127,8 @@ struct API {
                                  int oobFill);
   // cuStreamIsCapturing (CUDA >= 10.0), optional: status 0 = not capturing.
   Result (*streamIsCapturing)(Stream stream, int *status);
+  // cuStreamQuery, optional: 0 when all work in the stream has finished.
+  Result (*streamQuery)(Stream stream);
   // Graphs of kernel nodes with programmatic edges (CUDA >= 12.3),
   // optional as a set: all or none are bound.
   Result (*graphCreate)(Graph *graph, unsigned flags);

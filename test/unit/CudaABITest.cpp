@@ -48,6 +48,7 @@ CHECK_ABI(getErrorString, cuGetErrorString);
 CHECK_ABI(launchKernelEx, cuLaunchKernelEx);
 CHECK_ABI(tensorMapEncodeTiled, cuTensorMapEncodeTiled);
 CHECK_ABI(streamIsCapturing, cuStreamIsCapturing);
+CHECK_ABI(streamQuery, cuStreamQuery);
 CHECK_ABI(graphCreate, cuGraphCreate);
 CHECK_ABI(graphDestroy, cuGraphDestroy);
 CHECK_ABI(graphAddKernelNode, cuGraphAddKernelNode_v2);

@@ -1,7 +1,7 @@
 //===- CudaPairGraphsTest.cpp - decode + reduce as one graph launch -------===//
 //
 // CudaPairGraphs against a fake driver (cu::API's graph calls as counters):
-// one graph per stream and kernel pair, built once and updated each step
+// only into an idle stream; one graph per stream and kernel pair, built once and updated each step
 // with that step's grids and parameter blocks; the reduce on a programmatic
 // edge only with early start; clusters as node attributes; a driver that
 // refuses a build or an update leaves the launch to the caller with nothing
@@ -30,6 +30,7 @@ struct FakeDriver {
   std::vector<cu::KernelNodeParams> lastUpdate;
   std::vector<void *> launchedStreams;
   bool refuseInstantiate = false, refuseUpdate = false;
+  void *busyStream = nullptr; // cuStreamQuery: work still queued
   int launchResult = 0;
   int nextHandle = 1;
 };
@@ -39,6 +40,9 @@ void *handle() { return reinterpret_cast<void *>(intptr_t(fake->nextHandle++)); 
 
 cu::API fakeAPI() {
   cu::API api = {};
+  api.streamQuery = [](cu::Stream stream) {
+    return stream == fake->busyStream ? 600 /* NOT_READY */ : 0;
+  };
   api.graphCreate = [](cu::Graph *graph, unsigned) {
     ++fake->creates;
     *graph = handle();
@@ -185,6 +189,26 @@ TEST_CASE("decode + reduce go as one graph, built once and updated per step",
   CHECK(scope.driver.creates == 6);
   graphs.forget(other.module);
   CHECK(scope.driver.execDestroys == 5);
+}
+
+TEST_CASE("a stream with work queued gets the two launches, keeping the "
+          "decode's early start",
+          "[runtime][graphs]") {
+  Scope scope;
+  CudaPairGraphs graphs(scope.api, true);
+  DeviceFunction decode = function(1, 2), reduce = function(1, 3);
+  void *params[] = {nullptr};
+  cu::Result rc = -1;
+  scope.driver.busyStream = stream(3);
+  CHECK_FALSE(graphs.launch(decode, shape(8, 128, true), reduce,
+                            shape(8, 128, true), stream(3), params, rc));
+  CHECK(scope.driver.creates == 0);
+  CHECK(scope.driver.launches == 0);
+  // Idle again: a graph.
+  scope.driver.busyStream = nullptr;
+  CHECK(graphs.launch(decode, shape(8, 128, true), reduce,
+                      shape(8, 128, true), stream(3), params, rc));
+  CHECK(scope.driver.launches == 1);
 }
 
 TEST_CASE("without early start the reduce waits for the whole decode",
