@@ -123,11 +123,24 @@ def _signature_fields(text):
     return dict([("op", op)] + [pair.split("=", 1) for pair in pairs])
 
 
+_raw_stream = None
+
+
 def _current_stream(stream):
+    """`stream`, or torch's current stream as an int handle. torch's private
+    raw getter (what Triton calls) costs a fraction of the public
+    current_stream().cuda_stream; the public call stands in where torch
+    lacks it."""
+    global _raw_stream
     if stream is not None:
         return stream
-    import torch
-    return torch.cuda.current_stream().cuda_stream
+    if _raw_stream is None:
+        import torch
+        get = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        device = getattr(torch._C, "_cuda_getDevice", None)
+        _raw_stream = (lambda: get(device())) if get and device else \
+            (lambda: torch.cuda.current_stream().cuda_stream)
+    return _raw_stream()
 
 
 _DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16"}
@@ -221,6 +234,23 @@ class Kernel:
         self._handle = handle
         self.signature = signature
         self.fields = _signature_fields(signature)
+        self._decode_rules = None
+
+    def _make_decode_rules(self, torch):
+        """decode()'s checks: (name, dims, last dim, allowed dtypes) for q,
+        out and kv_cache, and the page size."""
+        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[self.fields["out"]]
+        qk, v = int(self.fields["qk"]), int(self.fields["v"])
+        # gfx942 reads FNUZ e4m3, every other target OCP.
+        wrong = "float8_e4m3fn" if self.fields.get("arch") == "gfx942" else "float8_e4m3fnuz"
+        fp8_dtypes = tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e4m3fnuz")
+                           if hasattr(torch, n) and n != wrong) + (torch.uint8,)
+        fp8_cache = self.fields.get("kv") == "fp8e4m3"
+        fp8_q = self.fields.get("q") == "fp8e4m3"
+        return ((("q", 4, qk, fp8_dtypes if fp8_q else (dtype,)),
+                 ("out", 4, v, (dtype,)),
+                 ("kv_cache", 3, qk, fp8_dtypes if fp8_cache else (dtype,))),
+                int(self.fields["page"]))
 
     def decode(self, q, kv_cache, out, block_table, seq_lens, plan, softmax_scale,
                lse=None, stream=None, kv_scale=1.0, checked=False, max_pages=0,
@@ -257,31 +287,22 @@ class Kernel:
             raise ValueError(f"decode() needs a decode kernel, not {self.fields['op']}")
         if plan.kernel is not self:
             raise ValueError("plan was made for another kernel")
-        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[self.fields["out"]]
-        qk, v = int(self.fields["qk"]), int(self.fields["v"])
+        # What the checks compare against, worked out once per kernel.
+        if self._decode_rules is None:
+            self._decode_rules = self._make_decode_rules(torch)
+        tensor_rules, page = self._decode_rules
         if kv_cache.dim() == 4 and kv_cache.shape[2] == 1:
             kv_cache = kv_cache.squeeze(2)  # vLLM's [blocks, page, 1, 576]
-        fp8_cache = self.fields.get("kv") == "fp8e4m3"
-        fp8_q = self.fields.get("q") == "fp8e4m3"
-        fp8_dtypes = tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e4m3fnuz")
-                           if hasattr(torch, n)) + (torch.uint8,)
-        for name, t, dims, width in (("q", q, 4, qk), ("out", out, 4, v),
-                                     ("kv_cache", kv_cache, 3, qk)):
+        for (name, dims, width, allowed), t in zip(tensor_rules, (q, out, kv_cache)):
             if t.dim() != dims or t.shape[-1] != width or t.stride(-1) != 1:
                 raise ValueError(f"{name} must be {dims}-d with a contiguous last dim of "
                                  f"{width}, got shape {tuple(t.shape)} strides {t.stride()}")
-            fp8 = (name == "kv_cache" and fp8_cache) or (name == "q" and fp8_q)
-            allowed = fp8_dtypes if fp8 else (dtype,)
-            if fp8:
-                # gfx942 reads FNUZ e4m3, every other target OCP.
-                wrong = "float8_e4m3fn" if self.fields.get("arch") == "gfx942" else "float8_e4m3fnuz"
-                allowed = tuple(d for d in allowed if str(d) != f"torch.{wrong}")
             if t.dtype not in allowed:
                 raise ValueError(f"{name} must be {' or '.join(map(str, allowed))} (the "
                                  f"kernel's), got {t.dtype}")
-        if kv_cache.shape[1] != int(self.fields["page"]):
+        if kv_cache.shape[1] != page:
             raise ValueError(f"kv_cache pages hold {kv_cache.shape[1]} keys, the kernel "
-                             f"{self.fields['page']}")
+                             f"{page}")
         batch = q.shape[0]
         if tuple(out.shape[:3]) != tuple(q.shape[:3]):
             raise ValueError(f"out {tuple(out.shape)} must match q {tuple(q.shape)} "
@@ -291,7 +312,7 @@ class Kernel:
             raise ValueError("block_table must be int32 [batch, pages] with unit column "
                              f"stride, got {block_table.dtype} {tuple(block_table.shape)}")
         if seq_lens.dtype != torch.int32 or seq_lens.numel() < batch or \
-                not seq_lens.is_contiguous() or seq_lens.device.type == "cpu":
+                not seq_lens.is_contiguous() or seq_lens.is_cpu:
             raise ValueError("seq_lens must be a contiguous int32 device tensor of [batch]")
         if lse is not None and (lse.dtype != torch.float32 or not lse.is_contiguous()
                                 or tuple(lse.shape) != tuple(q.shape[:3])):
@@ -369,7 +390,7 @@ class Kernel:
             raise ValueError("block_table must be int32 [batch, pages] with unit column "
                              f"stride, got {block_table.dtype} {tuple(block_table.shape)}")
         if seq_lens.dtype != torch.int32 or seq_lens.numel() < batch or \
-                not seq_lens.is_contiguous() or seq_lens.device.type == "cpu":
+                not seq_lens.is_contiguous() or seq_lens.is_cpu:
             raise ValueError("seq_lens must be a contiguous int32 device tensor of [batch]")
         if lse is not None and (lse.dtype != torch.float32 or not lse.is_contiguous()
                                 or tuple(lse.shape) != tuple(q.shape[:3])):
