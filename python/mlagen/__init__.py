@@ -126,11 +126,12 @@ def _signature_fields(text):
 _raw_stream = None
 
 
-def _current_stream(stream):
-    """`stream`, or torch's current stream as an int handle. torch's private
-    raw getter (what Triton calls) costs a fraction of the public
-    current_stream().cuda_stream; the public call stands in where torch
-    lacks it."""
+def _current_stream(stream, like=None):
+    """`stream`, or torch's current stream (of `like`'s device, else the
+    current device) as an int handle. torch's private raw getter (what
+    Triton calls) costs 0.1 us where the public
+    current_stream().cuda_stream costs 5-8; the public call stands in where
+    torch lacks it."""
     global _raw_stream
     if stream is not None:
         return stream
@@ -138,9 +139,10 @@ def _current_stream(stream):
         import torch
         get = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         device = getattr(torch._C, "_cuda_getDevice", None)
-        _raw_stream = (lambda: get(device())) if get and device else \
-            (lambda: torch.cuda.current_stream().cuda_stream)
-    return _raw_stream()
+        _raw_stream = (lambda index: get(device() if index is None else index)) \
+            if get and device else \
+            (lambda index: torch.cuda.current_stream(index).cuda_stream)
+    return _raw_stream(None if like is None else like.get_device())
 
 
 _DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16"}
@@ -461,8 +463,7 @@ class Kernel:
                 raise ValueError(f"seq_starts must be a contiguous int32 [batch={batch}] tensor")
         if int(max_seqlen) < 0:
             raise ValueError(f"max_seqlen must be >= 0, got {max_seqlen}")
-        if stream is None:
-            stream = torch.cuda.current_stream(slots.device).cuda_stream
+        stream = _current_stream(stream, slots)
         _check(_lib.mlagen_expand_page_indices_run(
             self._handle, block_table.data_ptr(), block_table.stride(0), cu_seqlens.data_ptr(),
             seq_starts.data_ptr() if seq_starts is not None else None, slots.data_ptr(),
@@ -524,8 +525,7 @@ class Kernel:
                              f"contiguous slot_mapping must agree in tokens ({tokens})")
         if kv_cache.shape[1] != page:
             raise ValueError(f"kv_cache pages hold {kv_cache.shape[1]} keys, the kernel {page}")
-        if stream is None:
-            stream = torch.cuda.current_stream(kv_cache.device).cuda_stream
+        stream = _current_stream(stream, kv_cache)
         strides = (ctypes.c_int64 * 4)(kv_c.stride(0), k_pe.stride(0), kv_cache.stride(0),
                                        kv_cache.stride(1))
         _check(_lib.mlagen_kv_cache_write_run(
@@ -567,8 +567,7 @@ class Kernel:
                 not slot_mapping.is_contiguous():
             raise ValueError(f"key {tuple(key.shape)}, value {tuple(value.shape)} and a "
                              f"contiguous slot_mapping must agree in tokens ({tokens})")
-        if stream is None:
-            stream = torch.cuda.current_stream(k_cache.device).cuda_stream
+        stream = _current_stream(stream, k_cache)
         strides = (ctypes.c_int64 * 10)(
             key.stride(0), key.stride(1), value.stride(0), value.stride(1),
             k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
@@ -609,8 +608,7 @@ class Kernel:
         if out_k.shape[0] != tokens or out_v.shape[0] != tokens or not slots.is_contiguous():
             raise ValueError(f"out_k {tuple(out_k.shape)}, out_v {tuple(out_v.shape)} and a "
                              f"contiguous slots must agree in tokens ({tokens})")
-        if stream is None:
-            stream = torch.cuda.current_stream(k_cache.device).cuda_stream
+        stream = _current_stream(stream, k_cache)
         strides = (ctypes.c_int64 * 10)(
             out_k.stride(0), out_k.stride(1), out_v.stride(0), out_v.stride(1),
             k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
@@ -666,8 +664,7 @@ class Kernel:
         devices = {t.device for t in (prefix_out, suffix_out, out) + tuple(x for x in lses if x is not None)}
         if len(devices) > 1:
             raise ValueError(f"all tensors must be on one device, got {sorted(map(str, devices))}")
-        if stream is None:
-            stream = torch.cuda.current_stream(out.device).cuda_stream
+        stream = _current_stream(stream, out)
         lse_stride = lambda t: (t.stride(0) if t.shape[0] > 1 else t.shape[1]) if t is not None else 0
         strides = (ctypes.c_int64 * 9)(
             prefix_out.stride(0), prefix_out.stride(1), suffix_out.stride(0),
@@ -750,8 +747,7 @@ class Kernel:
             raise ValueError(f"all tensors must be on one device, got {sorted(map(str, devices))}")
         if int(max_seqlen_q) < 0:
             raise ValueError(f"max_seqlen_q must be >= 0, got {max_seqlen_q}")
-        if stream is None:
-            stream = torch.cuda.current_stream(q.device).cuda_stream
+        stream = _current_stream(stream, q)
         out_head = out.stride(1) if out.dim() == 3 else 0  # 0: head_dim_v
         strides = (ctypes.c_int64 * 9)(
             q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0), v.stride(1),
