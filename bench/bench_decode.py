@@ -97,6 +97,30 @@ def mlagen_decode(rt, arch, batch, heads, seq, fp8=False, fp8_q=False, num_sms=N
     return step
 
 
+_gemm_operands = None
+
+
+def behind_gemm_us(step, iters=200):
+    """us a step of `step` run back to back behind a 128 x 7168 x 1536 bf16
+    GEMM (a layer's q projection), no flush: what early start hides of the
+    step's launch under the GEMM's tail (CUDA events around `iters`)."""
+    global _gemm_operands
+    if _gemm_operands is None:
+        _gemm_operands = (torch.randn(128, 7168, device="cuda", dtype=torch.bfloat16),
+                          torch.randn(7168, 1536, device="cuda", dtype=torch.bfloat16))
+    x, w = _gemm_operands
+    for _ in range(20):
+        x @ w; step()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    start.record()
+    for _ in range(iters):
+        x @ w; step()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) * 1e3 / iters
+
+
 def cudnn_gqa_decode_GBps(batch, seq):
     """cuDNN SDPA decode, 32 q / 8 kv heads of 128, contiguous: GB/s of K and V."""
     q = torch.randn(batch, 32, 1, 128, device="cuda", dtype=torch.bfloat16)

@@ -121,6 +121,16 @@ LaunchGeometry shape(unsigned grid, unsigned threads, bool early,
 
 void *stream(intptr_t s) { return reinterpret_cast<void *>(s); }
 
+// One decode + reduce step of `grid` blocks of 128 threads each on stream
+// `s` (kernels of module 1): whether it went as one graph launch.
+bool step(CudaPairGraphs &graphs, intptr_t s, unsigned grid = 8,
+          bool reduceEarly = true) {
+  void *params[] = {nullptr};
+  cu::Result rc = -1;
+  return graphs.launch(function(1, 2), shape(grid, 128, true), function(1, 3),
+                       shape(grid, 128, reduceEarly), stream(s), params, rc);
+}
+
 } // namespace
 
 TEST_CASE("decode + reduce go as one graph, built once and updated per step",
@@ -196,36 +206,26 @@ TEST_CASE("a stream with work queued gets the two launches, keeping the "
           "[runtime][graphs]") {
   Scope scope;
   CudaPairGraphs graphs(scope.api, true);
-  DeviceFunction decode = function(1, 2), reduce = function(1, 3);
-  void *params[] = {nullptr};
-  cu::Result rc = -1;
   scope.driver.busyStream = stream(3);
-  CHECK_FALSE(graphs.launch(decode, shape(8, 128, true), reduce,
-                            shape(8, 128, true), stream(3), params, rc));
+  CHECK_FALSE(step(graphs, 3));
   CHECK(scope.driver.creates == 0);
   CHECK(scope.driver.launches == 0);
   // Idle again: a graph.
   scope.driver.busyStream = nullptr;
-  CHECK(graphs.launch(decode, shape(8, 128, true), reduce,
-                      shape(8, 128, true), stream(3), params, rc));
+  CHECK(step(graphs, 3));
   CHECK(scope.driver.launches == 1);
 }
 
 TEST_CASE("without early start the reduce waits for the whole decode",
           "[runtime][graphs]") {
   Scope scope;
-  DeviceFunction decode = function(1, 2), reduce = function(1, 3);
-  void *params[] = {nullptr};
-  cu::Result rc = -1;
   SECTION("the backend has none") {
     CudaPairGraphs graphs(scope.api, /*earlyStart=*/false);
-    REQUIRE(graphs.launch(decode, shape(8, 128, true), reduce,
-                          shape(8, 128, true), stream(1), params, rc));
+    REQUIRE(step(graphs, 1));
   }
   SECTION("the reduce's launch asks for none") {
     CudaPairGraphs graphs(scope.api, /*earlyStart=*/true);
-    REQUIRE(graphs.launch(decode, shape(8, 128, true), reduce,
-                          shape(8, 128, false), stream(1), params, rc));
+    REQUIRE(step(graphs, 1, 8, false));
   }
   REQUIRE(scope.driver.edges.size() == 1);
   CHECK(scope.driver.edges[0].type == 0);
@@ -237,37 +237,31 @@ TEST_CASE("a driver that refuses a launch graph leaves the launches to the "
           "[runtime][graphs]") {
   Scope scope;
   CudaPairGraphs graphs(scope.api, true);
-  DeviceFunction decode = function(1, 2), reduce = function(1, 3);
-  void *params[] = {nullptr};
-  cu::Result rc = -1;
   SECTION("refused build: not retried on every step") {
     scope.driver.refuseInstantiate = true;
-    CHECK_FALSE(graphs.launch(decode, shape(8, 128, true), reduce,
-                              shape(8, 128, true), stream(1), params, rc));
-    CHECK_FALSE(graphs.launch(decode, shape(8, 128, true), reduce,
-                              shape(8, 128, true), stream(1), params, rc));
+    CHECK_FALSE(step(graphs, 1));
+    CHECK_FALSE(step(graphs, 1));
     CHECK(scope.driver.creates == 1);
     CHECK(scope.driver.destroys == 1); // the half-built graph
     CHECK(scope.driver.launches == 0);
   }
   SECTION("refused update: nothing enqueued, the graph dropped") {
-    REQUIRE(graphs.launch(decode, shape(8, 128, true), reduce,
-                          shape(8, 128, true), stream(1), params, rc));
+    REQUIRE(step(graphs, 1));
     scope.driver.refuseUpdate = true;
-    CHECK_FALSE(graphs.launch(decode, shape(9, 128, true), reduce,
-                              shape(9, 128, true), stream(1), params, rc));
+    CHECK_FALSE(step(graphs, 1, 9));
     CHECK(scope.driver.launches == 1);
     CHECK(scope.driver.execDestroys == 1);
     // Not asked again on the next step.
     scope.driver.refuseUpdate = false;
-    CHECK_FALSE(graphs.launch(decode, shape(9, 128, true), reduce,
-                              shape(9, 128, true), stream(1), params, rc));
+    CHECK_FALSE(step(graphs, 1, 9));
     CHECK(scope.driver.updates == 2);
     CHECK(scope.driver.launches == 1);
   }
   SECTION("a failed graph launch is the caller's error") {
     scope.driver.launchResult = 700;
-    CHECK(graphs.launch(decode, shape(8, 128, true), reduce,
+    void *params[] = {nullptr};
+    cu::Result rc = -1;
+    CHECK(graphs.launch(function(1, 2), shape(8, 128, true), function(1, 3),
                         shape(8, 128, true), stream(1), params, rc));
     CHECK(rc == 700);
   }
@@ -278,14 +272,7 @@ TEST_CASE("launch graphs are bounded: the least recently launched goes "
           "[runtime][graphs]") {
   Scope scope;
   CudaPairGraphs graphs(scope.api, true);
-  DeviceFunction decode = function(1, 2), reduce = function(1, 3);
-  void *params[] = {nullptr};
-  cu::Result rc = -1;
-  auto launchOn = [&](size_t s) {
-    REQUIRE(graphs.launch(decode, shape(8, 128, true), reduce,
-                          shape(8, 128, true), stream(intptr_t(s)), params,
-                          rc));
-  };
+  auto launchOn = [&](intptr_t s) { REQUIRE(step(graphs, s)); };
   const int max = int(CudaPairGraphs::kMaxGraphs);
   for (int s = 1; s <= max; ++s)
     launchOn(s);
