@@ -84,9 +84,10 @@ public:
                         const LaunchGeometry &geometry, void *stream,
                         void **params) = 0;
   // Enqueues `first`, then `second`, with one argument array (a split-KV
-  // step and its reduce). CUDA makes the pair one graph launch where the
-  // stream is not being captured, at about one launch's host time; others
-  // launch them one after the other.
+  // step and its reduce). CUDA makes the pair one graph launch, at about
+  // one launch's host time, where the stream is idle (no work queued, not
+  // being captured); otherwise, and on other backends, they are launched
+  // one after the other.
   virtual Status launchPair(const DeviceFunction &first,
                             const LaunchGeometry &firstGeometry,
                             const DeviceFunction &second,
