@@ -17,6 +17,8 @@ struct Params { unsigned char bytes[384]; };
 extern "C" __global__ void nop_a(Params p) { if (p.bytes[0] == 7 && threadIdx.x == 1000) asm volatile("trap;"); }
 extern "C" __global__ void nop_b(Params p) { if (p.bytes[1] == 7 && threadIdx.x == 1000) asm volatile("trap;"); }
 // Each block adds its step's byte to a counter: proves the updated blocks reach the device.
+// Spins for `cycles` clocks: keeps a stream busy while queries are timed.
+extern "C" __global__ void spin(long long cycles) { long long t = clock64(); while (clock64() - t < cycles) {} }
 extern "C" __global__ void count_a(Params p, unsigned *sum) { if (threadIdx.x == 0) atomicAdd(sum, p.bytes[5]); }
 extern "C" __global__ void count_b(Params p, unsigned *sum) { if (threadIdx.x == 0) atomicAdd(sum + 1, p.bytes[5]); }
 #define CK(x) do { CUresult r = (x); if (r) { std::printf("%s failed %d\n", #x, r); return 1; } } while (0)
@@ -99,6 +101,18 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 1000; ++i)
       cuStreamQuery(s);
     std::printf("cuStreamQuery (idle stream) %.3f us a call\n", std::chrono::duration<double, std::micro>(Clock::now() - t).count() / 1000);
+  }
+  // And on a busy stream: a kernel spinning ~20 ms, then 1000 queries.
+  CUfunction spin; CK(cuModuleGetFunction(&spin, mod, "spin"));
+  for (int round = 0; round < 2; ++round) {
+    long long cycles = 40000000; void *spin_args[] = {&cycles};
+    CK(cuLaunchKernel(spin, 1, 1, 1, 32, 1, 1, 0, s, spin_args, nullptr));
+    auto t = Clock::now();
+    int busy = 0;
+    for (int i = 0; i < 1000; ++i)
+      busy += cuStreamQuery(s) == CUDA_ERROR_NOT_READY;
+    std::printf("cuStreamQuery (busy stream) %.3f us a call (%d of 1000 not ready)\n", std::chrono::duration<double, std::micro>(Clock::now() - t).count() / 1000, busy);
+    CK(cuStreamSynchronize(s));
   }
   // Correctness of the updates: each step's byte must reach both kernels.
   CUfunction ca, cb; CK(cuModuleGetFunction(&ca, mod, "count_a")); CK(cuModuleGetFunction(&cb, mod, "count_b"));
