@@ -1,13 +1,17 @@
-# Host time of a Python kernel.decode call (decode + reduce, B4 H16 S16384,
-# and a one-launch step, B64 H16 S4096): each call timed alone after a
+# Host time of Python decode calls: kernel.decode (decode + reduce, B4 H16
+# S16384; one launch, B64 H16 S4096) and kernel.paged_decode (Llama-3-8B
+# heads, B4 and B64 at S4096, bf16 page 16), each call timed alone after a
 # sync (the queue empty, so no call waits for the device), median of 500;
 # beside it the ctypes call with the arguments the binding passed, and
-# torch's stream lookups. us a call.
+# torch's public stream lookup. us a call.
 import os, sys, time, statistics, torch
 sys.path.insert(0, "bench")
 from bench_decode import mlagen_decode
+import bench_paged_decode as bpd
 import mlagen
 rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
+arch = mlagen.default_arch()
+
 
 def alone(fn, n=500):
     times = []
@@ -19,23 +23,31 @@ def alone(fn, n=500):
     torch.cuda.synchronize()
     return statistics.median(times) * 1e6
 
-res = {"current_stream()": alone(lambda: torch.cuda.current_stream().cuda_stream)}
-for batch, seq in ((4, 16384), (64, 4096)):
-    step = mlagen_decode(rt, mlagen.default_arch(), batch, 16, seq)
-    step(); torch.cuda.synchronize()
-    real = mlagen._lib.mlagen_decode_run_checked
-    seen = []
+
+def ctypes_args(step, entry):
+    """The arguments `step` passes to the C function `entry`."""
+    real_lib, seen = mlagen._lib, []
     class Spy:
         def __getattr__(self, name):
             fn = getattr(real_lib, name)
-            if name == "mlagen_decode_run_checked":
-                return lambda *a: (seen.append(a), fn(*a))[1]
-            return fn
-    real_lib = mlagen._lib
+            return (lambda *a: (seen.append(a), fn(*a))[1]) if name == entry else fn
     mlagen._lib = Spy()
-    step()
-    mlagen._lib = real_lib
-    args = seen[0]
-    res[f"B{batch} call"] = alone(step)
-    res[f"B{batch} ctypes only"] = alone(lambda: real(*args))
+    try:
+        step()
+    finally:
+        mlagen._lib = real_lib
+    return getattr(real_lib, entry), seen[0]
+
+
+res = {"current_stream()": alone(lambda: torch.cuda.current_stream().cuda_stream)}
+bpd.SEQ = 4096
+steps = [(f"decode B{b}", mlagen_decode(rt, arch, b, 16, s), "mlagen_decode_run_checked")
+         for b, s in ((4, 16384), (64, 4096))]
+steps += [(f"paged B{b}", bpd.mlagen_paged(rt, arch, b, 16, False), "mlagen_paged_decode_run")
+          for b in (4, 64)]
+for label, step, entry in steps:
+    step(); torch.cuda.synchronize()
+    fn, args = ctypes_args(step, entry)
+    res[f"{label} call"] = alone(step)
+    res[f"{label} ctypes only"] = alone(lambda: fn(*args))
 print(" | ".join(f"{k} {v:.2f}" for k, v in res.items()), flush=True)

@@ -237,16 +237,31 @@ class Kernel:
         self.signature = signature
         self.fields = _signature_fields(signature)
         self._decode_rules = None
+        self._paged_rules = None
+
+    def _fp8_dtypes(self, torch):
+        """The torch dtypes an fp8 e4m3 tensor of this kernel may have: the
+        target's e4m3 (gfx942 reads FNUZ, every other target OCP) or raw
+        uint8 bytes."""
+        wrong = "float8_e4m3fn" if self.fields.get("arch") == "gfx942" else "float8_e4m3fnuz"
+        return tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e4m3fnuz")
+                     if hasattr(torch, n) and n != wrong) + (torch.uint8,)
+
+    def _make_paged_rules(self, torch):
+        """paged_decode()'s checks: q/out dtype, the caches' dtypes, whether
+        the cache is fp8, d, hq, hkv, page, q_len."""
+        f = self.fields
+        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[f["out"]]
+        fp8_cache = f.get("kv") == "fp8e4m3"
+        return (dtype, self._fp8_dtypes(torch) if fp8_cache else (dtype,), fp8_cache,
+                int(f["v"]), int(f["hq"]), int(f["hkv"]), int(f["page"]), int(f["q_len"]))
 
     def _make_decode_rules(self, torch):
         """decode()'s checks: (name, dims, last dim, allowed dtypes) for q,
         out and kv_cache, and the page size."""
         dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[self.fields["out"]]
         qk, v = int(self.fields["qk"]), int(self.fields["v"])
-        # gfx942 reads FNUZ e4m3, every other target OCP.
-        wrong = "float8_e4m3fn" if self.fields.get("arch") == "gfx942" else "float8_e4m3fnuz"
-        fp8_dtypes = tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e4m3fnuz")
-                           if hasattr(torch, n) and n != wrong) + (torch.uint8,)
+        fp8_dtypes = self._fp8_dtypes(torch)
         fp8_cache = self.fields.get("kv") == "fp8e4m3"
         fp8_q = self.fields.get("q") == "fp8e4m3"
         return ((("q", 4, qk, fp8_dtypes if fp8_q else (dtype,)),
@@ -359,32 +374,28 @@ class Kernel:
             raise ValueError(f"paged_decode() needs a paged_decode kernel, not {self.fields['op']}")
         if plan.kernel is not self:
             raise ValueError("plan was made for another kernel")
-        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[self.fields["out"]]
-        d, hq, hkv = int(self.fields["v"]), int(self.fields["hq"]), int(self.fields["hkv"])
-        fp8_cache = self.fields.get("kv") == "fp8e4m3"
-        fp8_dtypes = tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e4m3fnuz")
-                           if hasattr(torch, n)) + (torch.uint8,)
-        if fp8_cache:
-            # gfx942 reads FNUZ e4m3, every other target OCP.
-            wrong = "float8_e4m3fn" if self.fields.get("arch") == "gfx942" else "float8_e4m3fnuz"
-            fp8_dtypes = tuple(t for t in fp8_dtypes if str(t) != f"torch.{wrong}")
-        for name, t in (("q", q), ("out", out), ("k_cache", k_cache), ("v_cache", v_cache)):
+        # What the checks compare against, worked out once per kernel.
+        if self._paged_rules is None:
+            self._paged_rules = self._make_paged_rules(torch)
+        dtype, cache_dtypes, fp8_cache, d, hq, hkv, page, q_len = self._paged_rules
+        for name, t, allowed in (("q", q, (dtype,)), ("out", out, (dtype,)),
+                                 ("k_cache", k_cache, cache_dtypes),
+                                 ("v_cache", v_cache, cache_dtypes)):
             if t.dim() != 4 or t.shape[-1] != d or t.stride(-1) != 1:
                 raise ValueError(f"{name} must be 4-d with a contiguous last dim of {d}, "
                                  f"got shape {tuple(t.shape)} strides {t.stride()}")
-            allowed = fp8_dtypes if (fp8_cache and name.endswith("cache")) else (dtype,)
             if t.dtype not in allowed:
                 raise ValueError(f"{name} must be {' or '.join(map(str, allowed))} (the "
                                  f"kernel's), got {t.dtype}")
         for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
-            if t.shape[1] != int(self.fields["page"]) or t.shape[2] != hkv:
-                raise ValueError(f"{name} must be [blocks, {self.fields['page']}, {hkv}, {d}], "
+            if t.shape[1] != page or t.shape[2] != hkv:
+                raise ValueError(f"{name} must be [blocks, {page}, {hkv}, {d}], "
                                  f"got {tuple(t.shape)}")
         if k_cache.stride() != v_cache.stride() or k_cache.shape != v_cache.shape:
             raise ValueError("k_cache and v_cache must have equal shapes and strides")
         batch = q.shape[0]
-        if q.shape[1] != int(self.fields["q_len"]) or q.shape[2] != hq:
-            raise ValueError(f"q must be [batch, {self.fields['q_len']}, {hq}, {d}], got {tuple(q.shape)}")
+        if q.shape[1] != q_len or q.shape[2] != hq:
+            raise ValueError(f"q must be [batch, {q_len}, {hq}, {d}], got {tuple(q.shape)}")
         if tuple(out.shape) != tuple(q.shape):
             raise ValueError(f"out {tuple(out.shape)} must match q {tuple(q.shape)}")
         if (block_table.dtype != torch.int32 or block_table.dim() != 2
@@ -401,7 +412,7 @@ class Kernel:
         if fp8_cache:
             for i, (name, t) in enumerate((("k_scale", k_scale), ("v_scale", v_scale))):
                 if t is None or not torch.is_tensor(t) or t.dtype != torch.float32 \
-                        or t.numel() != 1 or t.device.type == "cpu":
+                        or t.numel() != 1 or t.is_cpu:
                     raise ValueError(f"{name} must be a one-element fp32 device tensor "
                                      "for an fp8 cache")
                 scales[i] = t.data_ptr()
