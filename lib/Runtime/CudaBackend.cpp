@@ -307,20 +307,16 @@ Status bindDriver(const DynamicLibrary &lib, cu::API &api) {
        })
     if (!status)
       return status;
-  api.launchKernelEx = reinterpret_cast<decltype(api.launchKernelEx)>(
-      lib.lookup("cuLaunchKernelEx"));
-  api.tensorMapEncodeTiled =
-      reinterpret_cast<decltype(api.tensorMapEncodeTiled)>(
-          lib.lookup("cuTensorMapEncodeTiled"));
-  api.streamIsCapturing = reinterpret_cast<decltype(api.streamIsCapturing)>(
-      lib.lookup("cuStreamIsCapturing"));
-  api.streamQuery = reinterpret_cast<decltype(api.streamQuery)>(
-      lib.lookup("cuStreamQuery"));
-  // Launch graphs (CudaPairGraphs::usable wants them all).
+  // Optional: null where this driver lacks them.
   auto optional = [&](const char *name, auto &function) {
     function = reinterpret_cast<std::remove_reference_t<decltype(function)>>(
         lib.lookup(name));
   };
+  optional("cuLaunchKernelEx", api.launchKernelEx);
+  optional("cuTensorMapEncodeTiled", api.tensorMapEncodeTiled);
+  optional("cuStreamIsCapturing", api.streamIsCapturing);
+  optional("cuStreamQuery", api.streamQuery);
+  // Launch graphs (CudaPairGraphs::usable wants them all).
   optional("cuGraphCreate", api.graphCreate);
   optional("cuGraphDestroy", api.graphDestroy);
   optional("cuGraphAddKernelNode_v2", api.graphAddKernelNode);

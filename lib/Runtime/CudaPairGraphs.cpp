@@ -39,6 +39,13 @@ void CudaPairGraphs::Entry::release() {
   graph = nullptr;
 }
 
+void CudaPairGraphs::Entry::refuse(const std::string &why) {
+  MLAGEN_LOG(Warn, "decode + reduce as one graph: " + why +
+                       "; launching them one by one");
+  release();
+  refused = true;
+}
+
 CudaPairGraphs::CudaPairGraphs(const cu::API &api, bool earlyStart)
     : api_(api), earlyStart_(earlyStart) {}
 
@@ -79,12 +86,8 @@ CudaPairGraphs::find(const Key &key, const DeviceFunction &first,
   auto entry =
       std::make_shared<Entry>(api_, key, first.module, second.module);
   if (std::string why = build(*entry, firstShape, secondShape, params);
-      !why.empty()) {
-    MLAGEN_LOG(Warn, "decode + reduce as one graph: " + why +
-                         "; launching them one by one");
-    entry->release();
-    entry->refused = true;
-  }
+      !why.empty())
+    entry->refuse(why);
   entries_.push_back(entry);
   return entry;
 }
@@ -117,11 +120,7 @@ bool CudaPairGraphs::launch(const DeviceFunction &first,
     if (cu::Result update = api_.graphExecKernelNodeSetParams(
             entry->exec, entry->nodes[i], &nodes[i])) {
       // Nothing of this step is enqueued yet: the caller launches both.
-      MLAGEN_LOG(Warn, "decode + reduce as one graph: " +
-                           describe("cuGraphExecKernelNodeSetParams", update) +
-                           "; launching them one by one");
-      entry->release();
-      entry->refused = true;
+      entry->refuse(describe("cuGraphExecKernelNodeSetParams", update));
       return false;
     }
   rc = api_.graphLaunch(entry->exec, stream);

@@ -72,6 +72,8 @@ private:
     // Destroys the graph; an exec with launches in flight is freed when
     // they finish.
     void release();
+    // Warns with `why`, releases the graph and refuses it from now on.
+    void refuse(const std::string &why);
     const cu::API &api;
     const Key key;
     void *modules[2];

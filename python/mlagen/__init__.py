@@ -148,6 +148,15 @@ def _current_stream(stream, like=None):
 _DTYPE_NAMES = {"bf16": "bfloat16", "fp16": "float16"}
 
 
+def _fp8_dtypes(torch, fields):
+    """The torch dtypes an fp8 e4m3 tensor of a kernel with signature
+    `fields` may have: the target's e4m3 (gfx942 reads FNUZ, every other
+    target OCP) or raw uint8 bytes."""
+    wrong = "float8_e4m3fn" if fields.get("arch") == "gfx942" else "float8_e4m3fnuz"
+    return tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e4m3fnuz")
+                 if hasattr(torch, n) and n != wrong) + (torch.uint8,)
+
+
 def _check_paged_kv_copy(f, dtype, rows, k_cache, v_cache, k_scale, v_scale, scale_rule):
     """The tensors of a copy between token rows and a paged GQA cache
     (reshape_and_cache, gather_cache) for kernel fields `f`: `rows`, (name,
@@ -164,12 +173,7 @@ def _check_paged_kv_copy(f, dtype, rows, k_cache, v_cache, k_scale, v_scale, sca
         if t.shape[1] != heads:
             raise ValueError(f"{name} must be [tokens, hkv={heads}, v={dim}], got shape "
                              f"{tuple(t.shape)}")
-    if fp8:
-        wrong = "float8_e4m3fn" if f.get("arch") == "gfx942" else "float8_e4m3fnuz"
-        allowed = tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e4m3fnuz")
-                        if hasattr(torch, n) and n != wrong) + (torch.uint8,)
-    else:
-        allowed = (dtype,)
+    allowed = _fp8_dtypes(torch, f) if fp8 else (dtype,)
     for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
         if t.dtype not in allowed:
             raise ValueError(f"{name} must be {' or '.join(map(str, allowed))} (the "
@@ -239,21 +243,13 @@ class Kernel:
         self._decode_rules = None
         self._paged_rules = None
 
-    def _fp8_dtypes(self, torch):
-        """The torch dtypes an fp8 e4m3 tensor of this kernel may have: the
-        target's e4m3 (gfx942 reads FNUZ, every other target OCP) or raw
-        uint8 bytes."""
-        wrong = "float8_e4m3fn" if self.fields.get("arch") == "gfx942" else "float8_e4m3fnuz"
-        return tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e4m3fnuz")
-                     if hasattr(torch, n) and n != wrong) + (torch.uint8,)
-
     def _make_paged_rules(self, torch):
         """paged_decode()'s checks: q/out dtype, the caches' dtypes, whether
         the cache is fp8, d, hq, hkv, page, q_len."""
         f = self.fields
         dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[f["out"]]
         fp8_cache = f.get("kv") == "fp8e4m3"
-        return (dtype, self._fp8_dtypes(torch) if fp8_cache else (dtype,), fp8_cache,
+        return (dtype, _fp8_dtypes(torch, self.fields) if fp8_cache else (dtype,), fp8_cache,
                 int(f["v"]), int(f["hq"]), int(f["hkv"]), int(f["page"]), int(f["q_len"]))
 
     def _make_decode_rules(self, torch):
@@ -261,7 +257,7 @@ class Kernel:
         out and kv_cache, and the page size."""
         dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[self.fields["out"]]
         qk, v = int(self.fields["qk"]), int(self.fields["v"])
-        fp8_dtypes = self._fp8_dtypes(torch)
+        fp8_dtypes = _fp8_dtypes(torch, self.fields)
         fp8_cache = self.fields.get("kv") == "fp8e4m3"
         fp8_q = self.fields.get("q") == "fp8e4m3"
         return ((("q", 4, qk, fp8_dtypes if fp8_q else (dtype,)),
@@ -510,9 +506,7 @@ class Kernel:
         _check_device_tensor("kv_c", kv_c, dtype, 2, v)
         _check_device_tensor("k_pe", k_pe, dtype, 2, qk - v)
         if fp8:
-            wrong = "float8_e4m3fn" if f.get("arch") == "gfx942" else "float8_e4m3fnuz"
-            allowed = tuple(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e4m3fnuz")
-                            if hasattr(torch, n) and n != wrong) + (torch.uint8,)
+            allowed = _fp8_dtypes(torch, f)
             if kv_cache.dtype not in allowed:
                 raise ValueError(f"kv_cache must be {' or '.join(map(str, allowed))} (the "
                                  f"kernel's fp8), got {kv_cache.dtype}")
