@@ -88,6 +88,17 @@ MLAGEN_C_EXPORT int mlagen_get_kernel(mlagen_runtime *runtime,
                                       const char *signature,
                                       mlagen_kernel **out);
 
+/* mlagen_get_kernel for each of `count` signatures, up to `jobs` at once
+ * (<= 0: one per core), so that a cold start waits for its slowest compile
+ * rather than the sum. out[i] receives signature i's kernel, or NULL where
+ * that one failed. A signature that does not parse fails the call before
+ * anything is compiled; otherwise every one is tried (the others stay
+ * cached) and the first failure in order is returned, naming its index. */
+MLAGEN_C_EXPORT int mlagen_get_kernels(mlagen_runtime *runtime,
+                                       const char *const *signatures,
+                                       size_t count, int jobs,
+                                       mlagen_kernel **out);
+
 /* One prefill launch (templates/CONTRACT.md). Device pointers; lse may be
  * NULL. total_k: rows of k and v (k.shape[0]), or 0 if unknown (the sm_90a
  * kernel then copies K and V with cp.async instead of TMA). strides: NULL or 9 element strides in the order q_token, q_head,

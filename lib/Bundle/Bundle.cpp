@@ -3,13 +3,13 @@
 #include "mlagen/Bundle/Bundle.h"
 #include "BundleManifest.h" // lib/Runtime: the runtime reads what this writes
 #include "Hash.h"
+#include "ParallelFor.h"
 
 #include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <thread>
 
 namespace fs = std::filesystem;
 
@@ -167,31 +167,24 @@ Status buildBundle(Runtime &runtime, const std::vector<Signature> &signatures,
 
   std::vector<CodeObject> objects(signatures.size());
   std::vector<Status> results(signatures.size());
-  std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex progressMutex;
   int done = 0;
-
-  auto worker = [&] {
-    for (size_t i; !failed && (i = next++) < signatures.size();) {
-      auto start = std::chrono::steady_clock::now();
-      results[i] = runtime.compile(signatures[i], objects[i]);
-      if (!results[i].isOk())
-        failed = true;
-      std::chrono::duration<double> took =
-          std::chrono::steady_clock::now() - start;
-      std::lock_guard<std::mutex> lock(progressMutex);
-      BundleProgress progress{++done, static_cast<int>(signatures.size()),
-                              &signatures[i], took.count(), results[i]};
-      if (onProgress)
-        onProgress(progress);
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 0; t < std::max(1, jobs); ++t)
-    pool.emplace_back(worker);
-  for (std::thread &t : pool)
-    t.join();
+  parallelFor(signatures.size(), jobs, [&](size_t i) {
+    if (failed)
+      return; // the build stops at its first failure
+    auto start = std::chrono::steady_clock::now();
+    results[i] = runtime.compile(signatures[i], objects[i]);
+    if (!results[i].isOk())
+      failed = true;
+    std::chrono::duration<double> took =
+        std::chrono::steady_clock::now() - start;
+    std::lock_guard<std::mutex> lock(progressMutex);
+    BundleProgress progress{++done, static_cast<int>(signatures.size()),
+                            &signatures[i], took.count(), results[i]};
+    if (onProgress)
+      onProgress(progress);
+  });
 
   BundleManifest manifest;
   manifest.producer = bundleProducer();

@@ -207,6 +207,31 @@ int mlagen_get_kernel(mlagen_runtime *runtime, const char *signature,
   });
 }
 
+int mlagen_get_kernels(mlagen_runtime *runtime, const char *const *signatures,
+                       size_t count, int jobs, mlagen_kernel **out) {
+  return guarded([&]() -> Status {
+    if (!runtime || !out || (count > 0 && !signatures))
+      return Status(StatusCode::InvalidArgument,
+                    "runtime, signatures or out is null");
+    std::fill(out, out + count, nullptr);
+    std::vector<Signature> sigs(count);
+    for (size_t i = 0; i < count; ++i) {
+      if (!signatures[i])
+        return Status(StatusCode::InvalidArgument,
+                      "signature " + std::to_string(i) + " is null");
+      if (Status status = parseSignature(signatures[i], sigs[i]); !status)
+        return Status(status.code(), "signature " + std::to_string(i) + ": " +
+                                         status.message());
+    }
+    std::vector<const Kernel *> kernels;
+    Status status = reinterpret_cast<RuntimeHandle *>(runtime)
+                        ->runtime->getKernels(sigs, kernels, jobs);
+    for (size_t i = 0; i < count; ++i)
+      out[i] = reinterpret_cast<mlagen_kernel *>(const_cast<Kernel *>(kernels[i]));
+    return status;
+  });
+}
+
 int mlagen_prefill_run(const mlagen_kernel *kernel, const void *q,
                        const void *k, const void *v, void *out, float *lse,
                        const int *cu_seqlens_q, const int *cu_seqlens_k,

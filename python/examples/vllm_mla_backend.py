@@ -107,6 +107,19 @@ def _get_runtime():
     return _runtime
 
 
+def _prefill_key(dqk, dv, hq, hkv, causal, dtype, device):
+    device = torch.device(device)
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return (dqk, dv, hq, hkv, bool(causal), dtype, index)
+
+
+def _prefill_signature(key):
+    dqk, dv, hq, hkv, causal, dtype, index = key
+    name = {torch.bfloat16: "bf16", torch.float16: "fp16"}[dtype]
+    return (f"prefill qk={dqk} v={dv} hq={hq} hkv={hkv} mask={'causal' if causal else 'none'} "
+            f"lse=1 q={name} kv={name} out={name} arch={mlagen.default_arch(torch.device('cuda', index))}")
+
+
 def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                            softmax_scale=None, causal=False, return_softmax_lse=False,
                            out=None):
@@ -117,16 +130,10 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     when given) and, with return_softmax_lse, also lse [hq, total_q] fp32
     (natural log), as flash_attn's varlen function. max_seqlen_k is accepted
     for the signature's sake; mlagen does not need it."""
-    hq, dqk = q.shape[1], q.shape[2]
-    hkv, dv = k.shape[1], v.shape[2]
-    dtype = {torch.bfloat16: "bf16", torch.float16: "fp16"}[q.dtype]
-    key = (dqk, dv, hq, hkv, bool(causal), dtype, q.device.index)
+    key = _prefill_key(q.shape[2], v.shape[2], q.shape[1], k.shape[1], causal, q.dtype, q.device)
     kernel = _prefill_kernels.get(key)
     if kernel is None:
-        kernel = _get_runtime().kernel(
-            f"prefill qk={dqk} v={dv} hq={hq} hkv={hkv} mask={'causal' if causal else 'none'} "
-            f"lse=1 q={dtype} kv={dtype} out={dtype} arch={mlagen.default_arch(q.device)}")
-        _prefill_kernels[key] = kernel
+        kernel = _prefill_kernels[key] = _get_runtime().kernel(_prefill_signature(key))
     if out is None:
         out = torch.empty(q.shape[0], hq, dv, dtype=q.dtype, device=q.device)
     lse = (torch.empty(hq, q.shape[0], dtype=torch.float32, device=q.device)
@@ -347,22 +354,28 @@ class MlagenMLAImpl:
         decode = (f"decode qk={LATENT_DIM} v={KV_LORA_RANK} hq={num_heads} "
                   f"q_len={self.decode_q_len} page={page_size} mask=causal lse=0 "
                   f"q={'fp8e4m3' if fp8_query else name} kv={kv} out={name}")
-        # (largest batch or None, kernel), smallest range first.
-        self.decode_kernels = [(limit, rt.kernel(f"{decode} tile_q={tile_q} arch={arch}"))
-                               for limit, tile_q in sorted(decode_tile_q)]
-        self.decode_kernels.append((None, rt.kernel(f"{decode} arch={arch}")))
-        self.cache_write_kernel = rt.kernel(
-            f"kv_cache_write qk={LATENT_DIM} v={KV_LORA_RANK} page={page_size} "
-            + (f"in={name} " if self.fp8 else "") + f"kv={kv} arch={arch}")
-        # kv_cache_write reads the scale from the device (vLLM's _k_scale).
-        self.k_scale_t = torch.tensor([self.k_scale], dtype=torch.float32, device=device)
+        ranges = sorted(decode_tile_q) + [(None, None)]
+        wanted = [f"{decode}{f' tile_q={tile_q}' if tile_q else ''} arch={arch}" for _, tile_q in ranges]
+        wanted.append(f"kv_cache_write qk={LATENT_DIM} v={KV_LORA_RANK} page={page_size} "
+                      + (f"in={name} " if self.fp8 else "") + f"kv={kv} arch={arch}")
         if fp8_query:
             # The e4m3 q in one pass: the MLA cache write rounds rows of 576
             # ([512 | 64]) to fp8(x / scale), saturated, at given slots, so
             # with pages of one row and slots 0..rows-1 it quantises q.
-            self.q_round_kernel = rt.kernel(
-                f"kv_cache_write qk={LATENT_DIM} v={KV_LORA_RANK} page=1 in={name} "
-                f"kv=fp8e4m3 arch={arch}")
+            wanted.append(f"kv_cache_write qk={LATENT_DIM} v={KV_LORA_RANK} page=1 in={name} "
+                          f"kv=fp8e4m3 arch={arch}")
+        # The prefill's kernel too (flash_attn_varlen_func's), fetched with
+        # the rest: cold, the compiles run side by side.
+        prefill_key = _prefill_key(QK_HEAD_DIM, V_HEAD_DIM, num_heads, num_heads, True, dtype, device)
+        kernels = rt.kernels(wanted + [_prefill_signature(prefill_key)])
+        _prefill_kernels[prefill_key] = kernels.pop()
+        # (largest batch or None, kernel), smallest range first.
+        self.decode_kernels = [(limit, k) for (limit, _), k in zip(ranges, kernels)]
+        self.cache_write_kernel = kernels[len(ranges)]
+        # kv_cache_write reads the scale from the device (vLLM's _k_scale).
+        self.k_scale_t = torch.tensor([self.k_scale], dtype=torch.float32, device=device)
+        if fp8_query:
+            self.q_round_kernel = kernels[-1]
             self.q_scale_t = torch.tensor([self.q_scale], dtype=torch.float32, device=device)
             self.q_slots = torch.arange(0, dtype=torch.int32, device=device)
 

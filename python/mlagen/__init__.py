@@ -49,6 +49,8 @@ _lib.mlagen_runtime_backend.argtypes = [ctypes.c_void_p]
 _lib.mlagen_runtime_backend.restype = ctypes.c_char_p
 _lib.mlagen_signature_canonicalize.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
 _lib.mlagen_get_kernel.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
+_lib.mlagen_get_kernels.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t,
+                                    ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]
 _lib.mlagen_prefill_run.argtypes = [
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
@@ -949,6 +951,18 @@ class Runtime:
         handle = ctypes.c_void_p()
         _check(_lib.mlagen_get_kernel(self._handle, signature.encode(), ctypes.byref(handle)))
         return Kernel(self, handle, signature)
+
+    def kernels(self, signatures, jobs=0) -> list:
+        """A Kernel for each signature, fetched up to `jobs` at once (0: one
+        per core): cold, the set takes about its slowest compile instead of
+        the sum (an engine's start-up). Every signature is tried, so those
+        that compile stay cached when another fails; the error names the
+        first that failed."""
+        signatures = list(signatures)
+        texts = (ctypes.c_char_p * len(signatures))(*[s.encode() for s in signatures])
+        handles = (ctypes.c_void_p * len(signatures))()
+        _check(_lib.mlagen_get_kernels(self._handle, texts, len(signatures), jobs, handles))
+        return [Kernel(self, ctypes.c_void_p(h), s) for h, s in zip(handles, signatures)]
 
     def __del__(self):
         if getattr(self, "_handle", None):

@@ -118,6 +118,10 @@ expect_error(lambda: rt.compile("prefill qk=192 v=128 hq=16 hkv=3 mask=causal ar
 ak = rt.compile(GQA + " alibi=1")
 check("mlagen_prefill" in ak.entries and "alibi=1" in ak.signature, f"an alibi kernel compiles: {ak}")
 expect_error(lambda: rt.kernel(PREFILL), 4, "", "kernel() on a compile-only runtime is NoBackend")
+expect_error(lambda: rt.kernels([PREFILL, GQA]), 4, "kernel 0 (", "kernels() names the first that failed")
+expect_error(lambda: rt.kernels([PREFILL, "prefill qk=1"]), 1, "signature 1: ",
+             "kernels() names a signature that does not parse")
+check(rt.kernels([]) == [], "kernels() of nothing is an empty list")
 try:
     mlagen.Runtime(bundle_paths=[os.path.join(work.name, "missing")])
     check(False, "a bundle path without manifest.json is refused")

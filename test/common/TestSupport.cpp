@@ -26,8 +26,13 @@ extern "C" __global__ void mlagen_test_kernel(int *out) {
 
 Status CountingGenerator::generate(const Signature &sig, GeneratedKernel &out) {
   ++calls_;
+  const int now = ++inside_;
+  for (int most = mostAtOnce_.load(); now > most;)
+    if (mostAtOnce_.compare_exchange_weak(most, now))
+      break;
   if (delay.count())
     std::this_thread::sleep_for(delay);
+  --inside_;
   if (fail)
     return Status(StatusCode::GeneratorError, "fake generator failed");
   out.source = source;

@@ -29,6 +29,8 @@ public:
   std::string identity() const override { return identity_; }
 
   int calls() const { return calls_.load(); }
+  // The most calls that were inside generate() at one time.
+  int mostAtOnce() const { return mostAtOnce_.load(); }
   std::chrono::milliseconds delay{0};
   std::string source = kTrivialKernelSource;
   std::string entryName = "mlagen_test_kernel";
@@ -46,6 +48,7 @@ public:
 private:
   std::string identity_;
   std::atomic<int> calls_{0};
+  std::atomic<int> inside_{0}, mostAtOnce_{0};
 };
 
 // Collects runtime warnings; thread-safe.

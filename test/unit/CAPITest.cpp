@@ -77,6 +77,27 @@ TEST_CASE("C runtimes: create, describe, refuse, destroy", "[capi]") {
   CHECK(kernel == nullptr);
   CHECK(std::strlen(mlagen_last_error()) > 0);
 
+  // A set: a text that does not parse fails the call, naming its index,
+  // before anything is fetched; every handle is null on failure.
+  const std::string valid = Signature().canonical();
+  const char *set[] = {valid.c_str(), "prefill qk=1"};
+  mlagen_kernel *kernels[2] = {kernel, kernel};
+  CHECK(mlagen_get_kernels(runtime, set, 2, 0, kernels) ==
+        MLAGEN_INVALID_SIGNATURE);
+  CHECK_THAT(mlagen_last_error(), Catch::StartsWith("signature 1: "));
+  CHECK((kernels[0] == nullptr && kernels[1] == nullptr));
+  set[1] = nullptr;
+  CHECK(mlagen_get_kernels(runtime, set, 2, 0, kernels) ==
+        MLAGEN_INVALID_ARGUMENT);
+  CHECK(std::string(mlagen_last_error()) == "signature 1 is null");
+  CHECK(mlagen_get_kernels(runtime, nullptr, 1, 0, kernels) ==
+        MLAGEN_INVALID_ARGUMENT);
+  CHECK(mlagen_get_kernels(runtime, nullptr, 0, 0, kernels) == MLAGEN_OK);
+  // Parsed, then refused as getKernel refuses it (no device here).
+  CHECK(mlagen_get_kernels(runtime, set, 1, 2, kernels) == MLAGEN_NO_BACKEND);
+  CHECK_THAT(mlagen_last_error(), Catch::StartsWith("kernel 0 ('" + valid + "'): "));
+  CHECK(kernels[0] == nullptr);
+
   CHECK(mlagen_prefill_run(nullptr, nullptr, nullptr, nullptr, nullptr,
                            nullptr, nullptr, nullptr, 1, 1, 0, nullptr, 0.0f,
                            nullptr, nullptr) == MLAGEN_INVALID_ARGUMENT);

@@ -246,6 +246,54 @@ TEST_CASE("getKernel loads a kernel once and hands out one pointer",
   CHECK(fake.log->unloads == 1);
 }
 
+TEST_CASE("getKernels fetches a set side by side and names a failure",
+          "[runtime]") {
+  std::optional<Arch> arch = findCompileTarget().arch;
+  if (!arch) {
+    WARN("skipped: no device compiler (" << findCompileTarget().whyNot << ")");
+    SUCCEED("no device compiler");
+    return;
+  }
+  std::vector<Signature> set;
+  for (int heads : {8, 16, 32, 64}) {
+    set.push_back(gqaSignature(*arch));
+    set.back().numQHeads = heads;
+  }
+  for (int jobs : {1, 4}) {
+    FakeDeviceRuntime fake(*arch);
+    fake.generator->delay = std::chrono::milliseconds(150);
+    std::vector<const Kernel *> kernels;
+    REQUIRE(fake.runtime->getKernels(set, kernels, jobs));
+    REQUIRE(kernels.size() == set.size());
+    for (size_t i = 0; i < set.size(); ++i) {
+      const Kernel *one = nullptr;
+      REQUIRE(fake.runtime->getKernel(set[i], one));
+      CHECK(kernels[i] == one); // the same cached kernel, in order
+      CHECK(one->signature() == set[i]);
+    }
+    CHECK(fake.generator->calls() == 4);
+    CHECK(fake.log->loads == 4);
+    if (jobs == 1)
+      CHECK(fake.generator->mostAtOnce() == 1);
+    else // four 150 ms generations on four threads overlap
+      CHECK(fake.generator->mostAtOnce() >= 2);
+  }
+
+  FakeDeviceRuntime fake(*arch);
+  std::vector<Signature> mixed = {set[0], set[1], set[2]};
+  mixed[1].arch = *arch == Arch::SM90A ? Arch::GFX90A : Arch::SM90A;
+  std::vector<const Kernel *> kernels = {nullptr};
+  Status status = fake.runtime->getKernels(mixed, kernels);
+  CHECK(status.code() == StatusCode::InvalidSignature);
+  CHECK_THAT(status.message(),
+             Catch::StartsWith("kernel 1 ('" + mixed[1].canonical() + "'): arch is"));
+  REQUIRE(kernels.size() == 3);
+  CHECK((kernels[0] && !kernels[1] && kernels[2]));
+  CHECK(fake.generator->calls() == 2); // the others were still fetched
+  REQUIRE(fake.runtime->getKernels({}, kernels));
+  CHECK(kernels.empty());
+}
+
 TEST_CASE("devices from 9.0 on run the portable sm_80 kernels, compiled "
           "for their own target",
           "[runtime]") {

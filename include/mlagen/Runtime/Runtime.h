@@ -398,6 +398,13 @@ public:
   // device's own target from 9.0 on).
   // The pointer stays valid until the Runtime is destroyed.
   virtual Status getKernel(const Signature &sig, const Kernel *&out) = 0;
+  // getKernel for each of `sigs`, up to `jobs` at once (<= 0: one per core):
+  // an engine's cold start then waits for its slowest compile rather than
+  // their sum. out[i] is sigs[i]'s kernel, or null where that one failed.
+  // Every signature is tried, so the others stay cached; the first failure
+  // in order is returned, naming its index and signature.
+  Status getKernels(const std::vector<Signature> &sigs,
+                    std::vector<const Kernel *> &out, int jobs = 0);
   // The code object for `sig`, for any arch a compiler here can target; no
   // device needed (AOT builds, tests). Uses and fills the same caches.
   virtual Status compile(const Signature &sig, CodeObject &out) = 0;
