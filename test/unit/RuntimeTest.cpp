@@ -94,6 +94,17 @@ struct FakeDeviceRuntime {
   }
 };
 
+// The arch an installed compiler builds; none (after saying why the test
+// is skipped) where there is no compiler.
+std::optional<Arch> compileTargetOrSkip() {
+  CompileTarget target = findCompileTarget();
+  if (!target.arch) {
+    WARN("skipped: no device compiler (" << target.whyNot << ")");
+    SUCCEED("no device compiler");
+  }
+  return target.arch;
+}
+
 // False (after saying why) where NVRTC is not installed.
 bool nvrtcInstalled() {
   std::unique_ptr<DeviceCompiler> nvrtc;
@@ -208,12 +219,9 @@ TEST_CASE("an explicit backend that is missing fails creation", "[runtime]") {
 
 TEST_CASE("getKernel loads a kernel once and hands out one pointer",
           "[runtime]") {
-  std::optional<Arch> arch = findCompileTarget().arch;
-  if (!arch) {
-    WARN("skipped: no device compiler (" << findCompileTarget().whyNot << ")");
-    SUCCEED("no device compiler");
+  std::optional<Arch> arch = compileTargetOrSkip();
+  if (!arch)
     return;
-  }
   FakeDeviceRuntime fake(*arch);
   fake.generator->delay = std::chrono::milliseconds(50);
   const Signature sig = gqaSignature(*arch);
@@ -248,12 +256,9 @@ TEST_CASE("getKernel loads a kernel once and hands out one pointer",
 
 TEST_CASE("getKernels fetches a set side by side and names a failure",
           "[runtime]") {
-  std::optional<Arch> arch = findCompileTarget().arch;
-  if (!arch) {
-    WARN("skipped: no device compiler (" << findCompileTarget().whyNot << ")");
-    SUCCEED("no device compiler");
+  std::optional<Arch> arch = compileTargetOrSkip();
+  if (!arch)
     return;
-  }
   std::vector<Signature> set;
   for (int heads : {8, 16, 32, 64}) {
     set.push_back(gqaSignature(*arch));
@@ -369,12 +374,9 @@ TEST_CASE("portableNvidiaTarget builds the sm_80 kernels for another GPU, "
 }
 
 TEST_CASE("runPrefill fills the parameter block and the grid", "[runtime]") {
-  std::optional<Arch> arch = findCompileTarget().arch;
-  if (!arch) {
-    WARN("skipped: no device compiler (" << findCompileTarget().whyNot << ")");
-    SUCCEED("no device compiler");
+  std::optional<Arch> arch = compileTargetOrSkip();
+  if (!arch)
     return;
-  }
   FakeDeviceRuntime fake(*arch);
   fake.generator->threadsPerBlock = 256;
   fake.generator->sharedBytes = 99 * 1024;
