@@ -210,10 +210,11 @@ int mlagen_get_kernel(mlagen_runtime *runtime, const char *signature,
 int mlagen_get_kernels(mlagen_runtime *runtime, const char *const *signatures,
                        size_t count, int jobs, mlagen_kernel **out) {
   return guarded([&]() -> Status {
+    if (out)
+      std::fill(out, out + count, nullptr);
     if (!runtime || !out || (count > 0 && !signatures))
       return Status(StatusCode::InvalidArgument,
                     "runtime, signatures or out is null");
-    std::fill(out, out + count, nullptr);
     std::vector<Signature> sigs(count);
     for (size_t i = 0; i < count; ++i) {
       if (!signatures[i])

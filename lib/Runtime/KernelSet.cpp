@@ -11,14 +11,23 @@
 #include "mlagen/Runtime/Runtime.h"
 #include "ParallelFor.h"
 
+#include <exception>
+
 namespace mlagen {
 
 Status Runtime::getKernels(const std::vector<Signature> &sigs,
                            std::vector<const Kernel *> &out, int jobs) {
   out.assign(sigs.size(), nullptr);
   std::vector<Status> results(sigs.size());
-  parallelFor(sigs.size(), jobs,
-              [&](size_t i) { results[i] = getKernel(sigs[i], out[i]); });
+  parallelFor(sigs.size(), jobs, [&](size_t i) {
+    try { // as one on a worker thread would end the process
+      results[i] = getKernel(sigs[i], out[i]);
+    } catch (const std::exception &e) {
+      results[i] = Status(StatusCode::Internal, e.what());
+    } catch (...) {
+      results[i] = Status(StatusCode::Internal, "unknown exception");
+    }
+  });
   for (size_t i = 0; i < sigs.size(); ++i)
     if (!results[i])
       return Status(results[i].code(), "kernel " + std::to_string(i) + " ('" +

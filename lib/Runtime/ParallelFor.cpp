@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
+#include <mutex>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -16,9 +18,20 @@ void parallelFor(size_t count, int jobs,
     jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const size_t threads = std::min(count, static_cast<size_t>(jobs));
   std::atomic<size_t> next{0};
+  std::mutex failureMutex;
+  std::exception_ptr failure;
+  // A body that throws stops the loop; the first exception is rethrown here
+  // once every thread is joined (thrown on a thread, it would terminate).
   auto worker = [&] {
-    for (size_t i; (i = next++) < count;)
-      body(i);
+    try {
+      for (size_t i; (i = next++) < count;)
+        body(i);
+    } catch (...) {
+      next = count;
+      std::lock_guard<std::mutex> lock(failureMutex);
+      if (!failure)
+        failure = std::current_exception();
+    }
   };
   std::vector<std::thread> pool;
   for (size_t t = 1; t < threads; ++t) {
@@ -31,6 +44,8 @@ void parallelFor(size_t count, int jobs,
   worker();
   for (std::thread &thread : pool)
     thread.join();
+  if (failure)
+    std::rethrow_exception(failure);
 }
 
 } // namespace mlagen

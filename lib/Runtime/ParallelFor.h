@@ -15,7 +15,8 @@ namespace mlagen {
 
 // Calls body(i) once for every i < count, on at most `jobs` threads at once
 // (jobs <= 0: one per core) and never more threads than indices; the calling
-// thread is one of them. Returns once every call has returned.
+// thread is one of them. Returns once every call has returned; if a call
+// throws, no further index is started and the first exception is rethrown.
 void parallelFor(size_t count, int jobs,
                  const std::function<void(size_t)> &body);
 

@@ -130,7 +130,9 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     when given) and, with return_softmax_lse, also lse [hq, total_q] fp32
     (natural log), as flash_attn's varlen function. max_seqlen_k is accepted
     for the signature's sake; mlagen does not need it."""
-    key = _prefill_key(q.shape[2], v.shape[2], q.shape[1], k.shape[1], causal, q.dtype, q.device)
+    hq, dqk = q.shape[1], q.shape[2]
+    hkv, dv = k.shape[1], v.shape[2]
+    key = _prefill_key(dqk, dv, hq, hkv, causal, q.dtype, q.device)
     kernel = _prefill_kernels.get(key)
     if kernel is None:
         kernel = _prefill_kernels[key] = _get_runtime().kernel(_prefill_signature(key))

@@ -283,6 +283,12 @@ def binding_checks():
     torch.cuda.synchronize()
     rows = [dict(check="DLPack inputs equal torch inputs",
                  ok=bool(torch.equal(out, out2) and torch.equal(lse, lse2)))]
+    # flash_attn's call with its defaults: out and lse allocated, 1/sqrt(192).
+    out3, lse3 = be.flash_attn_varlen_func(q, k, v, cu, cu, 25, 25, causal=True,
+                                           return_softmax_lse=True)
+    rows.append(dict(check="flash_attn_varlen_func allocates out and lse, default scale",
+                     ok=bool(out3.shape == (T, H, 128) and torch.equal(out3.view(T, -1), out)
+                             and torch.equal(lse3, lse))))
     bad = [
         ("q on the CPU", dict(q=q.cpu()), "q must be on the GPU"),
         ("k fp16", dict(k=k.half()), "k must be torch.bfloat16"),

@@ -81,19 +81,26 @@ TEST_CASE("C runtimes: create, describe, refuse, destroy", "[capi]") {
   // before anything is fetched; every handle is null on failure.
   const std::string valid = Signature().canonical();
   const char *set[] = {valid.c_str(), "prefill qk=1"};
-  mlagen_kernel *kernels[2] = {kernel, kernel};
+  int stale = 0; // a handle left from an earlier call
+  mlagen_kernel *const old = reinterpret_cast<mlagen_kernel *>(&stale);
+  mlagen_kernel *kernels[2] = {old, old};
   CHECK(mlagen_get_kernels(runtime, set, 2, 0, kernels) ==
         MLAGEN_INVALID_SIGNATURE);
   CHECK_THAT(mlagen_last_error(), Catch::StartsWith("signature 1: "));
   CHECK((kernels[0] == nullptr && kernels[1] == nullptr));
   set[1] = nullptr;
+  kernels[0] = kernels[1] = old;
   CHECK(mlagen_get_kernels(runtime, set, 2, 0, kernels) ==
         MLAGEN_INVALID_ARGUMENT);
   CHECK(std::string(mlagen_last_error()) == "signature 1 is null");
+  CHECK((kernels[0] == nullptr && kernels[1] == nullptr));
+  kernels[0] = old;
   CHECK(mlagen_get_kernels(runtime, nullptr, 1, 0, kernels) ==
         MLAGEN_INVALID_ARGUMENT);
+  CHECK(kernels[0] == nullptr);
   CHECK(mlagen_get_kernels(runtime, nullptr, 0, 0, kernels) == MLAGEN_OK);
   // Parsed, then refused as getKernel refuses it (no device here).
+  kernels[0] = old;
   CHECK(mlagen_get_kernels(runtime, set, 1, 2, kernels) == MLAGEN_NO_BACKEND);
   CHECK_THAT(mlagen_last_error(), Catch::StartsWith("kernel 0 ('" + valid + "'): "));
   CHECK(kernels[0] == nullptr);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -36,5 +37,25 @@ TEST_CASE("parallelFor uses at most `jobs` threads, the caller's among them",
     CHECK(threads.size() <= static_cast<size_t>(jobs));
     if (jobs == 1)
       CHECK(threads == std::set<std::thread::id>{std::this_thread::get_id()});
+  }
+}
+
+TEST_CASE("parallelFor rethrows the first exception once every thread is "
+          "joined, and starts no index after it",
+          "[parallel]") {
+  for (int jobs : {1, 4}) {
+    std::atomic<int> started{0};
+    CHECK_THROWS_WITH(parallelFor(1000, jobs,
+                                  [&](size_t i) {
+                                    ++started;
+                                    if (i == 2)
+                                      throw std::runtime_error("index 2");
+                                  }),
+                      "index 2");
+    // Indices already taken by other threads may finish; no thread takes a
+    // new one after the throw, so far fewer than 1000 ran.
+    CHECK(started < 1000);
+    if (jobs == 1)
+      CHECK(started == 3);
   }
 }

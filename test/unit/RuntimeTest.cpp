@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 #include <thread>
 
 using namespace mlagen;
@@ -297,6 +298,43 @@ TEST_CASE("getKernels fetches a set side by side and names a failure",
   CHECK(fake.generator->calls() == 2); // the others were still fetched
   REQUIRE(fake.runtime->getKernels({}, kernels));
   CHECK(kernels.empty());
+
+  // The same signature twice: one build, one kernel.
+  REQUIRE(fake.runtime->getKernels({set[3], set[3]}, kernels, 2));
+  CHECK((kernels[0] != nullptr && kernels[0] == kernels[1]));
+  CHECK(fake.generator->calls() == 3);
+}
+
+namespace {
+struct ThrowingGenerator final : SourceGenerator {
+  Status generate(const Signature &, GeneratedKernel &) override {
+    throw std::runtime_error("generator threw");
+  }
+  std::string identity() const override { return "throwing/1"; }
+};
+} // namespace
+
+TEST_CASE("getKernels turns an exception on its threads into a status",
+          "[runtime]") {
+  std::optional<Arch> arch = compileTargetOrSkip();
+  if (!arch)
+    return;
+  RuntimeOptions options;
+  options.generator = std::make_shared<ThrowingGenerator>();
+  options.diskCache = false;
+  std::unique_ptr<Runtime> runtime;
+  REQUIRE(createRuntimeWithBackend(
+      std::move(options),
+      std::make_unique<FakeBackend>(*arch, std::make_shared<FakeDeviceLog>()),
+      runtime));
+  std::vector<Signature> set(3, gqaSignature(*arch));
+  set[1].numQHeads = 16;
+  std::vector<const Kernel *> kernels;
+  Status status = runtime->getKernels(set, kernels, 3);
+  CHECK(status.code() == StatusCode::Internal);
+  CHECK_THAT(status.message(), Catch::StartsWith("kernel 0 (") &&
+                                   Catch::EndsWith("): generator threw"));
+  CHECK(kernels == std::vector<const Kernel *>(3, nullptr));
 }
 
 TEST_CASE("devices from 9.0 on run the portable sm_80 kernels, compiled "
