@@ -3,7 +3,8 @@
 # heads, B4 and B64 at S4096, bf16 page 16), each call timed alone after a
 # sync (the queue empty, so no call waits for the device), median of 500;
 # beside it the ctypes call with the arguments the binding passed, and
-# torch's public stream lookup. us a call.
+# torch's public stream lookup; and kernel.prefill (two requests of 128
+# tokens). us a call.
 import os, sys, time, statistics, torch
 sys.path.insert(0, "bench")
 from bench_decode import mlagen_decode
@@ -45,6 +46,16 @@ steps = [(f"decode B{b}", mlagen_decode(rt, arch, b, 16, s), "mlagen_decode_run_
          for b, s in ((4, 16384), (64, 4096))]
 steps += [(f"paged B{b}", bpd.mlagen_paged(rt, arch, b, 16, False), "mlagen_paged_decode_run")
           for b in (4, 64)]
+# kernel.prefill: MLA 192/128, 16 heads, two requests of 128 tokens, with LSE.
+pk = rt.kernel(f"prefill qk=192 v=128 hq=16 hkv=16 mask=causal arch={arch}")
+T, H = 256, 16
+pq, pkk = (torch.randn(T, H, 192, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+pv = torch.randn(T, H, 128, device="cuda", dtype=torch.bfloat16)
+pout = torch.empty(T, H, 128, device="cuda", dtype=torch.bfloat16)
+plse = torch.empty(H, T, device="cuda")
+pcu = torch.tensor([0, 128, 256], dtype=torch.int32, device="cuda")
+steps.append(("prefill", lambda: pk.prefill(pq, pkk, pv, pout, pcu, pcu, 128, lse=plse),
+              "mlagen_prefill_run"))
 for label, step, entry in steps:
     step(); torch.cuda.synchronize()
     fn, args = ctypes_args(step, entry)

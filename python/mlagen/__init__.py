@@ -236,6 +236,33 @@ def _check_device_tensor(name, t, dtype=None, dims=None, last=None, align=16):
     return t
 
 
+def _device_tensor_facts(name, t, dtype, dims, last=None, align=16):
+    """(shape, strides, data_ptr, device) of t, each read once, after the
+    checks of _check_device_tensor but the device's type (the caller checks
+    that every tensor is on the first one's device). dims: a tuple. Where
+    any check fails, _check_device_tensor raises its message."""
+    shape, stride, ptr = t.shape, t.stride(), t.data_ptr()
+    if (t.dtype != dtype or len(shape) not in dims or (last is not None and shape[-1] != last)
+            or (stride and stride[-1] != 1 and shape[-1] > 1) or (align and ptr % align)):
+        _check_device_tensor(name, t, dtype, dims[0] if len(dims) == 1 else dims, last, align)
+    return shape, stride, ptr, t.device
+
+
+def _same_device(named):
+    """ValueError unless every (name, tensor, device) is on the first one's
+    GPU: the first off the GPU is named, else the devices."""
+    first = named[0][2]
+    if first.type == "cuda" and all(d == first for _, _, d in named):
+        return
+    for name, t, _ in named:
+        _check_device_tensor(name, t)
+    raise ValueError(f"all tensors must be on one device, got "
+                     f"{sorted({str(d) for _, _, d in named})}")
+
+
+_INT64x8, _INT64x9 = ctypes.c_int64 * 8, ctypes.c_int64 * 9
+
+
 class Kernel:
     def __init__(self, runtime, handle, signature):
         self._runtime = runtime  # keeps the runtime (owner of the handle) alive
@@ -244,6 +271,7 @@ class Kernel:
         self.fields = _signature_fields(signature)
         self._decode_rules = None
         self._paged_rules = None
+        self._prefill_rules = None
 
     def _make_paged_rules(self, torch):
         """paged_decode()'s checks: q/out dtype, the caches' dtypes, whether
@@ -253,6 +281,14 @@ class Kernel:
         fp8_cache = f.get("kv") == "fp8e4m3"
         return (dtype, _fp8_dtypes(torch, self.fields) if fp8_cache else (dtype,), fp8_cache,
                 int(f["v"]), int(f["hq"]), int(f["hkv"]), int(f["page"]), int(f["q_len"]))
+
+    def _make_prefill_rules(self, torch):
+        """prefill()'s checks: the q, kv and out dtypes, hq, hkv, qk, v,
+        whether the kernel writes an LSE and whether it takes ALiBi slopes."""
+        f = self.fields
+        return (tuple(getattr(torch, _DTYPE_NAMES[f[n]]) for n in ("q", "kv", "out")),
+                int(f["hq"]), int(f["hkv"]), int(f["qk"]), int(f["v"]),
+                f.get("lse") != "0", f.get("alibi") == "1")
 
     def _make_decode_rules(self, torch):
         """decode()'s checks: (name, dims, last dim, allowed dtypes) for q,
@@ -308,44 +344,48 @@ class Kernel:
         tensor_rules, page = self._decode_rules
         if kv_cache.dim() == 4 and kv_cache.shape[2] == 1:
             kv_cache = kv_cache.squeeze(2)  # vLLM's [blocks, page, 1, 576]
+        facts = []  # each tensor's shape and strides, read once
         for (name, dims, width, allowed), t in zip(tensor_rules, (q, out, kv_cache)):
-            if t.dim() != dims or t.shape[-1] != width or t.stride(-1) != 1:
+            shape, st = t.shape, t.stride()
+            if len(shape) != dims or shape[-1] != width or st[-1] != 1:
                 raise ValueError(f"{name} must be {dims}-d with a contiguous last dim of "
-                                 f"{width}, got shape {tuple(t.shape)} strides {t.stride()}")
+                                 f"{width}, got shape {tuple(shape)} strides {st}")
             if t.dtype not in allowed:
                 raise ValueError(f"{name} must be {' or '.join(map(str, allowed))} (the "
                                  f"kernel's), got {t.dtype}")
-        if kv_cache.shape[1] != page:
-            raise ValueError(f"kv_cache pages hold {kv_cache.shape[1]} keys, the kernel "
+            facts.append((shape, st))
+        (q_shape, q_st), (o_shape, o_st), (kv_shape, kv_st) = facts
+        if kv_shape[1] != page:
+            raise ValueError(f"kv_cache pages hold {kv_shape[1]} keys, the kernel "
                              f"{page}")
-        batch = q.shape[0]
-        if tuple(out.shape[:3]) != tuple(q.shape[:3]):
-            raise ValueError(f"out {tuple(out.shape)} must match q {tuple(q.shape)} "
+        batch = q_shape[0]
+        if o_shape[:3] != q_shape[:3]:
+            raise ValueError(f"out {tuple(o_shape)} must match q {tuple(q_shape)} "
                              "in batch, q_len and heads")
-        if (block_table.dtype != torch.int32 or block_table.dim() != 2
-                or block_table.shape[0] < batch or block_table.stride(1) != 1):
+        bt_shape, bt_st = block_table.shape, block_table.stride()
+        if (block_table.dtype != torch.int32 or len(bt_shape) != 2
+                or bt_shape[0] < batch or bt_st[1] != 1):
             raise ValueError("block_table must be int32 [batch, pages] with unit column "
-                             f"stride, got {block_table.dtype} {tuple(block_table.shape)}")
+                             f"stride, got {block_table.dtype} {tuple(bt_shape)}")
         if seq_lens.dtype != torch.int32 or seq_lens.numel() < batch or \
                 not seq_lens.is_contiguous() or seq_lens.is_cpu:
             raise ValueError("seq_lens must be a contiguous int32 device tensor of [batch]")
         if lse is not None and (lse.dtype != torch.float32 or not lse.is_contiguous()
-                                or tuple(lse.shape) != tuple(q.shape[:3])):
+                                or lse.shape != q_shape[:3]):
             raise ValueError("lse must be a contiguous fp32 [batch, q_len, heads] tensor")
         if batch != plan.batch:
             raise ValueError(f"q holds {batch} requests, the plan was updated for "
                              f"{plan.batch}")
-        strides = (ctypes.c_int64 * 8)(q.stride(0), q.stride(1), q.stride(2),
-                                       out.stride(0), out.stride(1), out.stride(2),
-                                       kv_cache.stride(0), kv_cache.stride(1))
+        strides = _INT64x8(q_st[0], q_st[1], q_st[2], o_st[0], o_st[1], o_st[2], kv_st[0],
+                           kv_st[1])
         flags = plan.error_flags.data_ptr() if checked else None
         _check(_lib.mlagen_decode_run_checked(
             plan._handle, q.data_ptr(), kv_cache.data_ptr(), out.data_ptr(),
             lse.data_ptr() if lse is not None else None, block_table.data_ptr(),
-            block_table.stride(0), seq_lens.data_ptr(), plan.plan.data_ptr(),
-            plan.partial_out.data_ptr(), plan.partial_lse.data_ptr(), batch, q.shape[1],
-            q.shape[2], strides, float(softmax_scale), float(q_scale), float(kv_scale),
-            flags, kv_cache.shape[0] if checked else 0, int(max_pages) if checked else 0,
+            bt_st[0], seq_lens.data_ptr(), plan.plan.data_ptr(),
+            plan.partial_out.data_ptr(), plan.partial_lse.data_ptr(), batch, q_shape[1],
+            q_shape[2], strides, float(softmax_scale), float(q_scale), float(kv_scale),
+            flags, kv_shape[0] if checked else 0, int(max_pages) if checked else 0,
             plan.slots, plan.groups, _current_stream(stream)))
 
     def paged_decode(self, q, k_cache, v_cache, out, block_table, seq_lens, plan,
@@ -376,35 +416,40 @@ class Kernel:
         if self._paged_rules is None:
             self._paged_rules = self._make_paged_rules(torch)
         dtype, cache_dtypes, fp8_cache, d, hq, hkv, page, q_len = self._paged_rules
+        facts = []  # each tensor's shape and strides, read once
         for name, t, allowed in (("q", q, (dtype,)), ("out", out, (dtype,)),
                                  ("k_cache", k_cache, cache_dtypes),
                                  ("v_cache", v_cache, cache_dtypes)):
-            if t.dim() != 4 or t.shape[-1] != d or t.stride(-1) != 1:
+            shape, st = t.shape, t.stride()
+            if len(shape) != 4 or shape[-1] != d or st[-1] != 1:
                 raise ValueError(f"{name} must be 4-d with a contiguous last dim of {d}, "
-                                 f"got shape {tuple(t.shape)} strides {t.stride()}")
+                                 f"got shape {tuple(shape)} strides {st}")
             if t.dtype not in allowed:
                 raise ValueError(f"{name} must be {' or '.join(map(str, allowed))} (the "
                                  f"kernel's), got {t.dtype}")
-        for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
-            if t.shape[1] != page or t.shape[2] != hkv:
+            facts.append((shape, st))
+        (q_shape, q_st), (o_shape, o_st), (k_shape, k_st), (v_shape, v_st) = facts
+        for name, shape in (("k_cache", k_shape), ("v_cache", v_shape)):
+            if shape[1] != page or shape[2] != hkv:
                 raise ValueError(f"{name} must be [blocks, {page}, {hkv}, {d}], "
-                                 f"got {tuple(t.shape)}")
-        if k_cache.stride() != v_cache.stride() or k_cache.shape != v_cache.shape:
+                                 f"got {tuple(shape)}")
+        if k_st != v_st or k_shape != v_shape:
             raise ValueError("k_cache and v_cache must have equal shapes and strides")
-        batch = q.shape[0]
-        if q.shape[1] != q_len or q.shape[2] != hq:
-            raise ValueError(f"q must be [batch, {q_len}, {hq}, {d}], got {tuple(q.shape)}")
-        if tuple(out.shape) != tuple(q.shape):
-            raise ValueError(f"out {tuple(out.shape)} must match q {tuple(q.shape)}")
-        if (block_table.dtype != torch.int32 or block_table.dim() != 2
-                or block_table.shape[0] < batch or block_table.stride(1) != 1):
+        batch = q_shape[0]
+        if q_shape[1] != q_len or q_shape[2] != hq:
+            raise ValueError(f"q must be [batch, {q_len}, {hq}, {d}], got {tuple(q_shape)}")
+        if o_shape != q_shape:
+            raise ValueError(f"out {tuple(o_shape)} must match q {tuple(q_shape)}")
+        bt_shape, bt_st = block_table.shape, block_table.stride()
+        if (block_table.dtype != torch.int32 or len(bt_shape) != 2
+                or bt_shape[0] < batch or bt_st[1] != 1):
             raise ValueError("block_table must be int32 [batch, pages] with unit column "
-                             f"stride, got {block_table.dtype} {tuple(block_table.shape)}")
+                             f"stride, got {block_table.dtype} {tuple(bt_shape)}")
         if seq_lens.dtype != torch.int32 or seq_lens.numel() < batch or \
                 not seq_lens.is_contiguous() or seq_lens.is_cpu:
             raise ValueError("seq_lens must be a contiguous int32 device tensor of [batch]")
         if lse is not None and (lse.dtype != torch.float32 or not lse.is_contiguous()
-                                or tuple(lse.shape) != tuple(q.shape[:3])):
+                                or lse.shape != q_shape[:3]):
             raise ValueError("lse must be a contiguous fp32 [batch, q_len, hq] tensor")
         scales = [None, None]
         if fp8_cache:
@@ -428,15 +473,14 @@ class Kernel:
         if batch != plan.batch:
             raise ValueError(f"q holds {batch} requests, the plan was updated for "
                              f"{plan.batch}")
-        strides = (ctypes.c_int64 * 9)(q.stride(0), q.stride(1), q.stride(2),
-                                       out.stride(0), out.stride(1), out.stride(2),
-                                       k_cache.stride(0), k_cache.stride(1), k_cache.stride(2))
+        strides = _INT64x9(q_st[0], q_st[1], q_st[2], o_st[0], o_st[1], o_st[2], k_st[0],
+                           k_st[1], k_st[2])
         _check(_lib.mlagen_paged_decode_run(
             plan._handle, q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(),
             out.data_ptr(), lse.data_ptr() if lse is not None else None,
-            block_table.data_ptr(), block_table.stride(0), seq_lens.data_ptr(),
+            block_table.data_ptr(), bt_st[0], seq_lens.data_ptr(),
             plan.plan.data_ptr(), plan.partial_out.data_ptr(), plan.partial_lse.data_ptr(),
-            batch, q.shape[1], hq, hkv, strides, float(softmax_scale), scales[0], scales[1],
+            batch, q_shape[1], hq, hkv, strides, float(softmax_scale), scales[0], scales[1],
             alibi_slopes.data_ptr() if alibi_slopes is not None else None,
             plan.slots, _current_stream(stream)))
 
@@ -700,71 +744,78 @@ class Kernel:
         import torch
         if self.fields["op"] != "prefill":
             raise ValueError(f"prefill() needs a prefill kernel, not {self.fields['op']}")
-        f = self.fields
-        hq, hkv, dqk, dv = int(f["hq"]), int(f["hkv"]), int(f["qk"]), int(f["v"])
-        tdt = {n: getattr(torch, _DTYPE_NAMES[f[n]]) for n in ("q", "kv", "out")}
+        # What the checks compare against, worked out once per kernel; each
+        # tensor's facts are read once (a torch attribute costs 0.2-0.7 us).
+        if self._prefill_rules is None:
+            self._prefill_rules = self._make_prefill_rules(torch)
+        (q_dtype, kv_dtype, out_dtype), hq, hkv, dqk, dv, with_lse, alibi = self._prefill_rules
         q, k, v, out = (as_tensor(t, n) for t, n in ((q, "q"), (k, "k"), (v, "v"),
                                                      (out, "out")))
         cu_seqlens_q = as_tensor(cu_seqlens_q, "cu_seqlens_q")
         cu_seqlens_k = as_tensor(cu_seqlens_k, "cu_seqlens_k")
-        _check_device_tensor("q", q, tdt["q"], 3, dqk)
-        _check_device_tensor("k", k, tdt["kv"], 3, dqk)
-        _check_device_tensor("v", v, tdt["kv"], 3, dv)
-        _check_device_tensor("out", out, tdt["out"], (2, 3), hq * dv if out.dim() == 2 else dv)
-        if q.shape[1] != hq:
-            raise ValueError(f"q has {q.shape[1]} heads, the kernel {hq}")
-        if k.shape[1] != hkv or v.shape[1] != hkv:
+        q_shape, q_st, q_ptr, q_dev = _device_tensor_facts("q", q, q_dtype, (3,), dqk)
+        k_shape, k_st, k_ptr, k_dev = _device_tensor_facts("k", k, kv_dtype, (3,), dqk)
+        v_shape, v_st, v_ptr, v_dev = _device_tensor_facts("v", v, kv_dtype, (3,), dv)
+        out_3d = out.dim() == 3
+        o_shape, o_st, o_ptr, o_dev = _device_tensor_facts(
+            "out", out, out_dtype, (2, 3), dv if out_3d else hq * dv)
+        if q_shape[1] != hq:
+            raise ValueError(f"q has {q_shape[1]} heads, the kernel {hq}")
+        if k_shape[1] != hkv or v_shape[1] != hkv:
             raise ValueError(f"k and v must have {hkv} heads (the kernel's hkv), got "
-                             f"{k.shape[1]} and {v.shape[1]}")
-        if k.shape[0] != v.shape[0]:
-            raise ValueError(f"k and v hold {k.shape[0]} and {v.shape[0]} tokens")
-        if out.shape[0] != q.shape[0] or (out.dim() == 3 and out.shape[1] != hq):
-            raise ValueError(f"out {tuple(out.shape)} does not match q {tuple(q.shape)}")
-        devices = {t.device for t in (q, k, v, out, cu_seqlens_q, cu_seqlens_k)}
-        for name, cu in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
-            _check_device_tensor(name, cu, torch.int32, 1, align=4)
-            if not cu.is_contiguous() or cu.numel() < 2:
+                             f"{k_shape[1]} and {v_shape[1]}")
+        if k_shape[0] != v_shape[0]:
+            raise ValueError(f"k and v hold {k_shape[0]} and {v_shape[0]} tokens")
+        if o_shape[0] != q_shape[0] or (out_3d and o_shape[1] != hq):
+            raise ValueError(f"out {tuple(o_shape)} does not match q {tuple(q_shape)}")
+        named = [("q", q, q_dev), ("k", k, k_dev), ("v", v, v_dev), ("out", out, o_dev)]
+        cu = []
+        for name, t in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+            shape, st, ptr, dev = _device_tensor_facts(name, t, torch.int32, (1,), align=4)
+            if shape[0] < 2 or st[0] != 1:
                 raise ValueError(f"{name} must be a contiguous int32 [batch + 1] device "
-                                 f"tensor, got shape {tuple(cu.shape)}")
-        if cu_seqlens_q.numel() != cu_seqlens_k.numel():
-            raise ValueError(f"cu_seqlens_q and cu_seqlens_k hold {cu_seqlens_q.numel()} "
-                             f"and {cu_seqlens_k.numel()} entries")
+                                 f"tensor, got shape {tuple(shape)}")
+            named.append((name, t, dev))
+            cu.append((shape[0], ptr))
+        if cu[0][0] != cu[1][0]:
+            raise ValueError(f"cu_seqlens_q and cu_seqlens_k hold {cu[0][0]} "
+                             f"and {cu[1][0]} entries")
+        lse_ptr, lse_head = None, 0
         if lse is not None:
             lse = as_tensor(lse, "lse")
-            _check_device_tensor("lse", lse, torch.float32, 2, q.shape[0], align=4)
-            if lse.shape[0] != hq:
-                raise ValueError(f"lse must be [hq={hq}, total_q], got {tuple(lse.shape)}")
-            devices.add(lse.device)
-            if f.get("lse") == "0":
+            shape, st, lse_ptr, dev = _device_tensor_facts("lse", lse, torch.float32, (2,),
+                                                           q_shape[0], align=4)
+            if shape[0] != hq:
+                raise ValueError(f"lse must be [hq={hq}, total_q], got {tuple(shape)}")
+            named.append(("lse", lse, dev))
+            lse_head = st[0]
+            if not with_lse:
                 raise ValueError("lse given, but the kernel's signature says lse=0")
-        if f.get("alibi") == "1":
+        alibi_ptr = None
+        if alibi:
             if alibi_slopes is None:
                 raise ValueError("alibi_slopes is required: the kernel's signature says alibi=1")
             alibi_slopes = as_tensor(alibi_slopes, "alibi_slopes")
             # The C API cannot see the array's length: a short one reads past its end.
-            _check_device_tensor("alibi_slopes", alibi_slopes, torch.float32, 1, align=4)
-            if alibi_slopes.numel() != hq or not alibi_slopes.is_contiguous():
+            shape, st, alibi_ptr, dev = _device_tensor_facts("alibi_slopes", alibi_slopes,
+                                                             torch.float32, (1,), align=4)
+            if shape[0] != hq or (hq > 1 and st[0] != 1):
                 raise ValueError(f"alibi_slopes must be a contiguous [hq={hq}] tensor, got "
-                                 f"shape {tuple(alibi_slopes.shape)} strides {alibi_slopes.stride()}")
-            devices.add(alibi_slopes.device)
+                                 f"shape {tuple(shape)} strides {st}")
+            named.append(("alibi_slopes", alibi_slopes, dev))
         elif alibi_slopes is not None:
             raise ValueError("alibi_slopes given, but the kernel's signature says alibi=0 "
                              "(build it with alibi=1)")
-        if len(devices) > 1:
-            raise ValueError(f"all tensors must be on one device, got {sorted(map(str, devices))}")
+        _same_device(named)
         if int(max_seqlen_q) < 0:
             raise ValueError(f"max_seqlen_q must be >= 0, got {max_seqlen_q}")
         stream = _current_stream(stream, q)
-        out_head = out.stride(1) if out.dim() == 3 else 0  # 0: head_dim_v
-        strides = (ctypes.c_int64 * 9)(
-            q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0), v.stride(1),
-            out.stride(0), out_head, lse.stride(0) if lse is not None else 0)
+        strides = _INT64x9(q_st[0], q_st[1], k_st[0], k_st[1], v_st[0], v_st[1], o_st[0],
+                           o_st[1] if out_3d else 0, lse_head)  # out head 0: head_dim_v
         _check(_lib.mlagen_prefill_run(
-            self._handle, q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(),
-            lse.data_ptr() if lse is not None else None,
-            cu_seqlens_q.data_ptr(), cu_seqlens_k.data_ptr(), cu_seqlens_q.numel() - 1,
-            int(max_seqlen_q), k.shape[0], strides, float(softmax_scale),
-            alibi_slopes.data_ptr() if alibi_slopes is not None else None, stream))
+            self._handle, q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, cu[0][1], cu[1][1],
+            cu[0][0] - 1, int(max_seqlen_q), k_shape[0], strides, float(softmax_scale),
+            alibi_ptr, stream))
 
 
 class CompiledKernel:

@@ -1,0 +1,66 @@
+# Host time of the Python binding's calls, two bindings in one process: the
+# tree's `mlagen` and the one at $BASE (a directory holding mlagen/__init__.py),
+# both on $MLAGEN_LIBRARY. Each call is timed alone after a sync; the two
+# bindings alternate in blocks of 100 calls, five blocks each, so machine
+# drift hits both alike. Prints the median us a call.
+import importlib.util, os, statistics, sys, time, torch
+sys.path.insert(0, "bench")
+import mlagen
+spec = importlib.util.spec_from_file_location(
+    "mlagen_base", os.path.join(os.environ["BASE"], "mlagen", "__init__.py"))
+base = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(base)
+arch = mlagen.default_arch()
+T, H = 256, 16
+q, k = (torch.randn(T, H, 192, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+v = torch.randn(T, H, 128, device="cuda", dtype=torch.bfloat16)
+out = torch.empty(T, H, 128, device="cuda", dtype=torch.bfloat16)
+lse = torch.empty(H, T, device="cuda")
+cu = torch.tensor([0, 128, 256], dtype=torch.int32, device="cuda")
+B, S, PAGE = 4, 4096, 64
+dq = torch.randn(B, 1, 16, 576, device="cuda", dtype=torch.bfloat16)
+dout = torch.empty(B, 1, 16, 512, device="cuda", dtype=torch.bfloat16)
+cache = torch.randn(B * S // PAGE, PAGE, 576, device="cuda", dtype=torch.bfloat16)
+table = torch.arange(B * S // PAGE, dtype=torch.int32, device="cuda").view(B, -1)
+lens = torch.full((B,), S, dtype=torch.int32, device="cuda")
+gq = torch.randn(B, 1, 32, 128, device="cuda", dtype=torch.bfloat16)
+gout = torch.empty_like(gq)
+kc, vc = torch.randn(2, B * S // 16, 16, 8, 128, device="cuda", dtype=torch.bfloat16).unbind(0)
+gtable = torch.arange(B * S // 16, dtype=torch.int32, device="cuda").view(B, -1)
+
+
+def steps(m):
+    rt = m.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
+    pk = rt.kernel(f"prefill qk=192 v=128 hq=16 hkv=16 mask=causal arch={arch}")
+    dk = rt.kernel(f"decode qk=576 v=512 hq=16 q_len=1 page={PAGE} arch={arch}")
+    plan = m.DecodePlan(dk, max_batch=B).update([S] * B)
+    gk = rt.kernel(f"paged_decode hq=32 hkv=8 v=128 q_len=1 page=16 arch={arch}")
+    gplan = m.DecodePlan(gk, max_batch=B).update([S] * B)
+    return {"prefill": lambda: pk.prefill(q, k, v, out, cu, cu, 128, lse=lse),
+            "decode": lambda: dk.decode(dq, cache, dout, table, lens, plan, 576 ** -0.5),
+            "paged_decode": lambda: gk.paged_decode(gq, kc, vc, gout, gtable, lens, gplan,
+                                                    128 ** -0.5)}
+
+
+def block(fn, n=100):
+    xs = []
+    for _ in range(n):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        fn()
+        xs.append(time.perf_counter() - t)
+    return xs
+
+
+runs = {"base": steps(base), "new": steps(mlagen)}
+times = {(b, s): [] for b in runs for s in runs[b]}
+for name in runs["new"]:
+    for b in runs:
+        runs[b][name]()
+for _ in range(5):
+    for name in runs["new"]:
+        for b in runs:
+            times[(b, name)] += block(runs[b][name])
+torch.cuda.synchronize()
+print(" | ".join(f"{s} {b} {statistics.median(x) * 1e6:.2f}" for (b, s), x in times.items()),
+      flush=True)
