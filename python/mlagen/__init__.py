@@ -237,27 +237,24 @@ def _check_device_tensor(name, t, dtype=None, dims=None, last=None, align=16):
 
 
 def _device_tensor_facts(name, t, dtype, dims, last=None, align=16):
-    """(shape, strides, data_ptr, device) of t, each read once, after the
-    checks of _check_device_tensor but the device's type (the caller checks
-    that every tensor is on the first one's device). dims: a tuple. Where
-    any check fails, _check_device_tensor raises its message."""
-    shape, stride, ptr = t.shape, t.stride(), t.data_ptr()
-    if (t.dtype != dtype or len(shape) not in dims or (last is not None and shape[-1] != last)
-            or (stride and stride[-1] != 1 and shape[-1] > 1) or (align and ptr % align)):
+    """(shape, strides, data_ptr, device) of t, each read once, after
+    _check_device_tensor's checks in its order (which raises its message
+    where one fails). dims: a tuple."""
+    device, shape = t.device, t.shape
+    if (device.type != "cuda" or t.dtype != dtype or len(shape) not in dims
+            or (last is not None and shape[-1] != last)):
         _check_device_tensor(name, t, dtype, dims[0] if len(dims) == 1 else dims, last, align)
-    return shape, stride, ptr, t.device
+    stride, ptr = t.stride(), t.data_ptr()
+    if (stride and stride[-1] != 1 and shape[-1] > 1) or (align and ptr % align):
+        _check_device_tensor(name, t, dtype, dims[0] if len(dims) == 1 else dims, last, align)
+    return shape, stride, ptr, device
 
 
-def _same_device(named):
-    """ValueError unless every (name, tensor, device) is on the first one's
-    GPU: the first off the GPU is named, else the devices."""
-    first = named[0][2]
-    if first.type == "cuda" and all(d == first for _, _, d in named):
-        return
-    for name, t, _ in named:
-        _check_device_tensor(name, t)
-    raise ValueError(f"all tensors must be on one device, got "
-                     f"{sorted({str(d) for _, _, d in named})}")
+def _same_device(devices):
+    """ValueError unless every device (each a GPU) is the first one."""
+    if any(d != devices[0] for d in devices):
+        raise ValueError(f"all tensors must be on one device, got "
+                         f"{sorted({str(d) for d in devices})}")
 
 
 _INT64x8, _INT64x9 = ctypes.c_int64 * 8, ctypes.c_int64 * 9
@@ -768,14 +765,14 @@ class Kernel:
             raise ValueError(f"k and v hold {k_shape[0]} and {v_shape[0]} tokens")
         if o_shape[0] != q_shape[0] or (out_3d and o_shape[1] != hq):
             raise ValueError(f"out {tuple(o_shape)} does not match q {tuple(q_shape)}")
-        named = [("q", q, q_dev), ("k", k, k_dev), ("v", v, v_dev), ("out", out, o_dev)]
+        devices = [q_dev, k_dev, v_dev, o_dev]
         cu = []
         for name, t in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
             shape, st, ptr, dev = _device_tensor_facts(name, t, torch.int32, (1,), align=4)
             if shape[0] < 2 or st[0] != 1:
                 raise ValueError(f"{name} must be a contiguous int32 [batch + 1] device "
                                  f"tensor, got shape {tuple(shape)}")
-            named.append((name, t, dev))
+            devices.append(dev)
             cu.append((shape[0], ptr))
         if cu[0][0] != cu[1][0]:
             raise ValueError(f"cu_seqlens_q and cu_seqlens_k hold {cu[0][0]} "
@@ -787,7 +784,7 @@ class Kernel:
                                                            q_shape[0], align=4)
             if shape[0] != hq:
                 raise ValueError(f"lse must be [hq={hq}, total_q], got {tuple(shape)}")
-            named.append(("lse", lse, dev))
+            devices.append(dev)
             lse_head = st[0]
             if not with_lse:
                 raise ValueError("lse given, but the kernel's signature says lse=0")
@@ -802,11 +799,11 @@ class Kernel:
             if shape[0] != hq or (hq > 1 and st[0] != 1):
                 raise ValueError(f"alibi_slopes must be a contiguous [hq={hq}] tensor, got "
                                  f"shape {tuple(shape)} strides {st}")
-            named.append(("alibi_slopes", alibi_slopes, dev))
+            devices.append(dev)
         elif alibi_slopes is not None:
             raise ValueError("alibi_slopes given, but the kernel's signature says alibi=0 "
                              "(build it with alibi=1)")
-        _same_device(named)
+        _same_device(devices)
         if int(max_seqlen_q) < 0:
             raise ValueError(f"max_seqlen_q must be >= 0, got {max_seqlen_q}")
         stream = _current_stream(stream, q)
