@@ -1,4 +1,5 @@
-# Host time of the Python binding's calls, two bindings in one process: the
+# Host time of the Python binding's calls (prefill, decode, paged decode and
+# the MLA and GQA cache writes), two bindings in one process: the
 # tree's `mlagen` and the one at $BASE (a directory holding mlagen/__init__.py),
 # both on $MLAGEN_LIBRARY. Each call is timed alone after a sync; the two
 # bindings alternate in blocks of 100 calls, five blocks each, so machine
@@ -27,6 +28,12 @@ gq = torch.randn(B, 1, 32, 128, device="cuda", dtype=torch.bfloat16)
 gout = torch.empty_like(gq)
 kc, vc = torch.randn(2, B * S // 16, 16, 8, 128, device="cuda", dtype=torch.bfloat16).unbind(0)
 gtable = torch.arange(B * S // 16, dtype=torch.int32, device="cuda").view(B, -1)
+# Cache writes of 16 tokens: MLA (kv_c ++ k_pe into pages of 64) and GQA (8 heads
+# of 128 into pages of 16), int64 slots as vLLM passes them.
+kvc, kpe = torch.randn(16, 512, device="cuda", dtype=torch.bfloat16), \
+    torch.randn(16, 64, device="cuda", dtype=torch.bfloat16)
+wslots = torch.arange(16, dtype=torch.int64, device="cuda")
+wkey, wval = torch.randn(2, 16, 8, 128, device="cuda", dtype=torch.bfloat16).unbind(0)
 
 
 def steps(m):
@@ -36,7 +43,11 @@ def steps(m):
     plan = m.DecodePlan(dk, max_batch=B).update([S] * B)
     gk = rt.kernel(f"paged_decode hq=32 hkv=8 v=128 q_len=1 page=16 arch={arch}")
     gplan = m.DecodePlan(gk, max_batch=B).update([S] * B)
+    wk = rt.kernel(f"kv_cache_write qk=576 v=512 page={PAGE} kv=bf16 arch={arch}")
+    rk = rt.kernel(f"reshape_and_cache hkv=8 v=128 page=16 kv=bf16 arch={arch}")
     return {"prefill": lambda: pk.prefill(q, k, v, out, cu, cu, 128, lse=lse),
+            "kv_cache_write": lambda: wk.kv_cache_write(kvc, kpe, cache, wslots),
+            "reshape_and_cache": lambda: rk.reshape_and_cache(wkey, wval, kc, vc, wslots),
             "decode": lambda: dk.decode(dq, cache, dout, table, lens, plan, 576 ** -0.5),
             "paged_decode": lambda: gk.paged_decode(gq, kc, vc, gout, gtable, lens, gplan,
                                                     128 ** -0.5)}

@@ -165,25 +165,30 @@ def _check_paged_kv_copy(f, dtype, rows, k_cache, v_cache, k_scale, v_scale, sca
     tensor) pairs of [tokens, hkv, v] in `dtype`; the caches [num_blocks,
     page, hkv, v] in the kernel's kv dtype (fp8: float8_e4m3fn, or fnuz on
     gfx942, or uint8) with one float32 device scale each. Returns the
-    scales' pointers (None for a 16-bit cache); `scale_rule` ("... {}" with
-    the scale's name) says what a scale means."""
+    scales' pointers (None for a 16-bit cache) and each row tensor's and
+    cache's (shape, strides, data_ptr); `scale_rule` ("... {}" with the
+    scale's name) says what a scale means."""
     import torch
     heads, dim, page = int(f["hkv"]), int(f["v"]), int(f["page"])
     fp8 = f["kv"] == "fp8e4m3"
+    facts = []
     for name, t in rows:
-        _check_device_tensor(name, t, dtype, 3, dim)
-        if t.shape[1] != heads:
+        shape, st, ptr, _ = _device_tensor_facts(name, t, dtype, (3,), dim)
+        if shape[1] != heads:
             raise ValueError(f"{name} must be [tokens, hkv={heads}, v={dim}], got shape "
-                             f"{tuple(t.shape)}")
+                             f"{tuple(shape)}")
+        facts.append((shape, st, ptr))
     allowed = _fp8_dtypes(torch, f) if fp8 else (dtype,)
     for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
         if t.dtype not in allowed:
             raise ValueError(f"{name} must be {' or '.join(map(str, allowed))} (the "
                              f"kernel's), got {t.dtype}")
-        _check_device_tensor(name, t, None, 4, dim, align=8 if fp8 else 16)
-        if t.shape[1] != page or t.shape[2] != heads:
+        shape, st, ptr, _ = _device_tensor_facts(name, t, None, (4,), dim,
+                                                 align=8 if fp8 else 16)
+        if shape[1] != page or shape[2] != heads:
             raise ValueError(f"{name} must be [num_blocks, page={page}, hkv={heads}, "
-                             f"v={dim}], got shape {tuple(t.shape)}")
+                             f"v={dim}], got shape {tuple(shape)}")
+        facts.append((shape, st, ptr))
     scales = [None, None]
     if fp8:
         for i, (name, scale) in enumerate((("k_scale", k_scale), ("v_scale", v_scale))):
@@ -195,7 +200,7 @@ def _check_paged_kv_copy(f, dtype, rows, k_cache, v_cache, k_scale, v_scale, sca
             if scale.numel() != 1:
                 raise ValueError(f"{name} must hold one element, got {scale.numel()}")
             scales[i] = scale.data_ptr()
-    return scales
+    return scales, facts
 
 
 def as_tensor(obj, name="tensor"):
@@ -239,15 +244,37 @@ def _check_device_tensor(name, t, dtype=None, dims=None, last=None, align=16):
 def _device_tensor_facts(name, t, dtype, dims, last=None, align=16):
     """(shape, strides, data_ptr, device) of t, each read once, after
     _check_device_tensor's checks in its order (which raises its message
-    where one fails). dims: a tuple."""
+    where one fails). dims: a tuple, or None for any."""
     device, shape = t.device, t.shape
-    if (device.type != "cuda" or t.dtype != dtype or len(shape) not in dims
+    if (device.type != "cuda" or (dtype is not None and t.dtype != dtype)
+            or (dims is not None and len(shape) not in dims)
             or (last is not None and shape[-1] != last)):
-        _check_device_tensor(name, t, dtype, dims[0] if len(dims) == 1 else dims, last, align)
+        _check_device_tensor(name, t, dtype, _dims_arg(dims), last, align)
     stride, ptr = t.stride(), t.data_ptr()
     if (stride and stride[-1] != 1 and shape[-1] > 1) or (align and ptr % align):
-        _check_device_tensor(name, t, dtype, dims[0] if len(dims) == 1 else dims, last, align)
+        _check_device_tensor(name, t, dtype, _dims_arg(dims), last, align)
     return shape, stride, ptr, device
+
+
+def _dims_arg(dims):
+    """dims as _check_device_tensor takes it (and words its message)."""
+    return dims[0] if dims is not None and len(dims) == 1 else dims
+
+
+def _slot_tensor(name, t, rows):
+    """(tokens, data_ptr, bits) of an int32 or int64 device tensor of slots,
+    contiguous, whose length both (name, shape) of `rows` share."""
+    import torch
+    if t.dtype not in (torch.int32, torch.int64):
+        raise ValueError(f"{name} must be int32 or int64, got {t.dtype}")
+    size = t.element_size()
+    shape, st, ptr, _ = _device_tensor_facts(name, t, t.dtype, (1,), align=size)
+    tokens = shape[0]
+    if any(r[0] != tokens for _, r in rows) or (tokens > 1 and st[0] != 1):
+        (a, sa), (b, sb) = rows
+        raise ValueError(f"{a} {tuple(sa)}, {b} {tuple(sb)} and a contiguous {name} must "
+                         f"agree in tokens ({tokens})")
+    return tokens, ptr, 8 * size
 
 
 def _same_device(devices):
@@ -257,7 +284,7 @@ def _same_device(devices):
                          f"{sorted({str(d) for d in devices})}")
 
 
-_INT64x8, _INT64x9 = ctypes.c_int64 * 8, ctypes.c_int64 * 9
+_INT64x4, _INT64x8, _INT64x9, _INT64x10 = (ctypes.c_int64 * n for n in (4, 8, 9, 10))
 
 
 class Kernel:
@@ -546,14 +573,16 @@ class Kernel:
             k_pe = k_pe.squeeze(1)
         if kv_cache.dim() == 4 and kv_cache.shape[2] == 1:
             kv_cache = kv_cache.squeeze(2)  # vLLM's [blocks, page, 1, 576]
-        _check_device_tensor("kv_c", kv_c, dtype, 2, v)
-        _check_device_tensor("k_pe", k_pe, dtype, 2, qk - v)
+        c_shape, c_st, c_ptr, _ = _device_tensor_facts("kv_c", kv_c, dtype, (2,), v)
+        p_shape, p_st, p_ptr, _ = _device_tensor_facts("k_pe", k_pe, dtype, (2,), qk - v)
+        scale_ptr = None
         if fp8:
             allowed = _fp8_dtypes(torch, f)
             if kv_cache.dtype not in allowed:
                 raise ValueError(f"kv_cache must be {' or '.join(map(str, allowed))} (the "
                                  f"kernel's fp8), got {kv_cache.dtype}")
-            _check_device_tensor("kv_cache", kv_cache, None, 3, qk, align=8)
+            kv_shape, kv_st, kv_ptr, _ = _device_tensor_facts("kv_cache", kv_cache, None, (3,),
+                                                              qk, align=8)
             if scale is None:
                 raise ValueError("scale is required for an fp8 cache: a float32 device "
                                  "tensor of one element (stored = x / scale)")
@@ -561,25 +590,19 @@ class Kernel:
             _check_device_tensor("scale", scale, torch.float32, None, None, align=4)
             if scale.numel() != 1:
                 raise ValueError(f"scale must hold one element, got {scale.numel()}")
+            scale_ptr = scale.data_ptr()
         else:
-            _check_device_tensor("kv_cache", kv_cache, dtype, 3, qk)
-        if slot_mapping.dtype not in (torch.int32, torch.int64):
-            raise ValueError(f"slot_mapping must be int32 or int64, got {slot_mapping.dtype}")
-        _check_device_tensor("slot_mapping", slot_mapping, slot_mapping.dtype, 1,
-                             align=slot_mapping.element_size())
-        tokens = slot_mapping.numel()
-        if kv_c.shape[0] != tokens or k_pe.shape[0] != tokens or not slot_mapping.is_contiguous():
-            raise ValueError(f"kv_c {tuple(kv_c.shape)}, k_pe {tuple(k_pe.shape)} and a "
-                             f"contiguous slot_mapping must agree in tokens ({tokens})")
-        if kv_cache.shape[1] != page:
-            raise ValueError(f"kv_cache pages hold {kv_cache.shape[1]} keys, the kernel {page}")
+            kv_shape, kv_st, kv_ptr, _ = _device_tensor_facts("kv_cache", kv_cache, dtype, (3,),
+                                                              qk)
+        tokens, slots_ptr, slot_bits = _slot_tensor(
+            "slot_mapping", slot_mapping, (("kv_c", c_shape), ("k_pe", p_shape)))
+        if kv_shape[1] != page:
+            raise ValueError(f"kv_cache pages hold {kv_shape[1]} keys, the kernel {page}")
         stream = _current_stream(stream, kv_cache)
-        strides = (ctypes.c_int64 * 4)(kv_c.stride(0), k_pe.stride(0), kv_cache.stride(0),
-                                       kv_cache.stride(1))
+        strides = _INT64x4(c_st[0], p_st[0], kv_st[0], kv_st[1])
         _check(_lib.mlagen_kv_cache_write_run(
-            self._handle, kv_c.data_ptr(), k_pe.data_ptr(), kv_cache.data_ptr(),
-            slot_mapping.data_ptr(), 8 * slot_mapping.element_size(),
-            scale.data_ptr() if fp8 else None, tokens, strides, stream))
+            self._handle, c_ptr, p_ptr, kv_ptr, slots_ptr, slot_bits, scale_ptr, tokens,
+            strides, stream))
 
     def reshape_and_cache(self, key, value, k_cache, v_cache, slot_mapping, k_scale=None,
                           v_scale=None, stream=None):
@@ -604,25 +627,18 @@ class Kernel:
         key, value, k_cache, v_cache = (as_tensor(t, n) for t, n in (
             (key, "key"), (value, "value"), (k_cache, "k_cache"), (v_cache, "v_cache")))
         slot_mapping = as_tensor(slot_mapping, "slot_mapping")
-        scales = _check_paged_kv_copy(f, dtype, (("key", key), ("value", value)), k_cache,
-                                      v_cache, k_scale, v_scale, "stored = x / {}")
-        if slot_mapping.dtype not in (torch.int32, torch.int64):
-            raise ValueError(f"slot_mapping must be int32 or int64, got {slot_mapping.dtype}")
-        _check_device_tensor("slot_mapping", slot_mapping, slot_mapping.dtype, 1,
-                             align=slot_mapping.element_size())
-        tokens = slot_mapping.numel()
-        if key.shape[0] != tokens or value.shape[0] != tokens or \
-                not slot_mapping.is_contiguous():
-            raise ValueError(f"key {tuple(key.shape)}, value {tuple(value.shape)} and a "
-                             f"contiguous slot_mapping must agree in tokens ({tokens})")
+        scales, facts = _check_paged_kv_copy(f, dtype, (("key", key), ("value", value)),
+                                             k_cache, v_cache, k_scale, v_scale,
+                                             "stored = x / {}")
+        (k_shape, k_st, k_ptr), (v_shape, v_st, v_ptr), (_, kc_st, kc_ptr), \
+            (_, vc_st, vc_ptr) = facts
+        tokens, slots_ptr, slot_bits = _slot_tensor(
+            "slot_mapping", slot_mapping, (("key", k_shape), ("value", v_shape)))
         stream = _current_stream(stream, k_cache)
-        strides = (ctypes.c_int64 * 10)(
-            key.stride(0), key.stride(1), value.stride(0), value.stride(1),
-            k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
-            v_cache.stride(0), v_cache.stride(1), v_cache.stride(2))
+        strides = _INT64x10(k_st[0], k_st[1], v_st[0], v_st[1], kc_st[0], kc_st[1], kc_st[2],
+                            vc_st[0], vc_st[1], vc_st[2])
         _check(_lib.mlagen_reshape_and_cache_run(
-            self._handle, key.data_ptr(), value.data_ptr(), k_cache.data_ptr(),
-            v_cache.data_ptr(), slot_mapping.data_ptr(), 8 * slot_mapping.element_size(),
+            self._handle, k_ptr, v_ptr, kc_ptr, vc_ptr, slots_ptr, slot_bits,
             scales[0], scales[1], tokens, strides, stream))
 
     def gather_cache(self, k_cache, v_cache, out_k, out_v, slots, k_scale=None,
@@ -647,23 +663,18 @@ class Kernel:
         k_cache, v_cache, out_k, out_v = (as_tensor(t, n) for t, n in (
             (k_cache, "k_cache"), (v_cache, "v_cache"), (out_k, "out_k"), (out_v, "out_v")))
         slots = as_tensor(slots, "slots")
-        scales = _check_paged_kv_copy(f, dtype, (("out_k", out_k), ("out_v", out_v)), k_cache,
-                                      v_cache, k_scale, v_scale, "value = stored * {}")
-        if slots.dtype not in (torch.int32, torch.int64):
-            raise ValueError(f"slots must be int32 or int64, got {slots.dtype}")
-        _check_device_tensor("slots", slots, slots.dtype, 1, align=slots.element_size())
-        tokens = slots.numel()
-        if out_k.shape[0] != tokens or out_v.shape[0] != tokens or not slots.is_contiguous():
-            raise ValueError(f"out_k {tuple(out_k.shape)}, out_v {tuple(out_v.shape)} and a "
-                             f"contiguous slots must agree in tokens ({tokens})")
+        scales, facts = _check_paged_kv_copy(f, dtype, (("out_k", out_k), ("out_v", out_v)),
+                                             k_cache, v_cache, k_scale, v_scale,
+                                             "value = stored * {}")
+        (ok_shape, ok_st, ok_ptr), (ov_shape, ov_st, ov_ptr), (_, kc_st, kc_ptr), \
+            (_, vc_st, vc_ptr) = facts
+        tokens, slots_ptr, slot_bits = _slot_tensor(
+            "slots", slots, (("out_k", ok_shape), ("out_v", ov_shape)))
         stream = _current_stream(stream, k_cache)
-        strides = (ctypes.c_int64 * 10)(
-            out_k.stride(0), out_k.stride(1), out_v.stride(0), out_v.stride(1),
-            k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
-            v_cache.stride(0), v_cache.stride(1), v_cache.stride(2))
+        strides = _INT64x10(ok_st[0], ok_st[1], ov_st[0], ov_st[1], kc_st[0], kc_st[1],
+                            kc_st[2], vc_st[0], vc_st[1], vc_st[2])
         _check(_lib.mlagen_gather_cache_run(
-            self._handle, k_cache.data_ptr(), v_cache.data_ptr(), out_k.data_ptr(),
-            out_v.data_ptr(), slots.data_ptr(), 8 * slots.element_size(),
+            self._handle, kc_ptr, vc_ptr, ok_ptr, ov_ptr, slots_ptr, slot_bits,
             scales[0], scales[1], tokens, strides, stream))
 
     def merge_attn_states(self, prefix_out, prefix_lse, suffix_out, suffix_lse, out,
