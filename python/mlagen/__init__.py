@@ -159,15 +159,17 @@ def _fp8_dtypes(torch, fields):
                  if hasattr(torch, n) and n != wrong) + (torch.uint8,)
 
 
-def _check_paged_kv_copy(f, dtype, rows, k_cache, v_cache, k_scale, v_scale, scale_rule):
-    """The tensors of a copy between token rows and a paged GQA cache
-    (reshape_and_cache, gather_cache) for kernel fields `f`: `rows`, (name,
-    tensor) pairs of [tokens, hkv, v] in `dtype`; the caches [num_blocks,
-    page, hkv, v] in the kernel's kv dtype (fp8: float8_e4m3fn, or fnuz on
-    gfx942, or uint8) with one float32 device scale each. Returns the
-    scales' pointers (None for a 16-bit cache) and each row tensor's and
-    cache's (shape, strides, data_ptr); `scale_rule` ("... {}" with the
-    scale's name) says what a scale means."""
+def _check_paged_kv_copy(f, dtype, rows, k_cache, v_cache, k_scale, v_scale, scale_rule,
+                         slots_name, slots):
+    """The arguments of a copy between token rows and a paged GQA cache
+    (reshape_and_cache, gather_cache) for kernel fields `f`, checked: `rows`,
+    (name, tensor) pairs of [tokens, hkv, v] in `dtype`; the caches
+    [num_blocks, page, hkv, v] in the kernel's kv dtype (fp8: float8_e4m3fn,
+    or fnuz on gfx942, or uint8) with one float32 device scale each
+    (`scale_rule`, "... {}" with the scale's name, says what one means); the
+    slots, int32 or int64 [tokens]. Returns the scales' pointers (None for a
+    16-bit cache), the rows' and the caches' pointers, tokens, the slots'
+    pointer and bits, and the strides in the C API's order."""
     import torch
     heads, dim, page = int(f["hkv"]), int(f["v"]), int(f["page"])
     fp8 = f["kv"] == "fp8e4m3"
@@ -200,7 +202,13 @@ def _check_paged_kv_copy(f, dtype, rows, k_cache, v_cache, k_scale, v_scale, sca
             if scale.numel() != 1:
                 raise ValueError(f"{name} must hold one element, got {scale.numel()}")
             scales[i] = scale.data_ptr()
-    return scales, facts
+    (r0_shape, r0_st, r0_ptr), (r1_shape, r1_st, r1_ptr), (_, kc_st, kc_ptr), \
+        (_, vc_st, vc_ptr) = facts
+    tokens, slots_ptr, slot_bits = _slot_tensor(
+        slots_name, slots, ((rows[0][0], r0_shape), (rows[1][0], r1_shape)))
+    strides = _INT64x10(r0_st[0], r0_st[1], r1_st[0], r1_st[1], kc_st[0], kc_st[1], kc_st[2],
+                        vc_st[0], vc_st[1], vc_st[2])
+    return scales, (r0_ptr, r1_ptr), (kc_ptr, vc_ptr), tokens, slots_ptr, slot_bits, strides
 
 
 def as_tensor(obj, name="tensor"):
@@ -627,19 +635,13 @@ class Kernel:
         key, value, k_cache, v_cache = (as_tensor(t, n) for t, n in (
             (key, "key"), (value, "value"), (k_cache, "k_cache"), (v_cache, "v_cache")))
         slot_mapping = as_tensor(slot_mapping, "slot_mapping")
-        scales, facts = _check_paged_kv_copy(f, dtype, (("key", key), ("value", value)),
-                                             k_cache, v_cache, k_scale, v_scale,
-                                             "stored = x / {}")
-        (k_shape, k_st, k_ptr), (v_shape, v_st, v_ptr), (_, kc_st, kc_ptr), \
-            (_, vc_st, vc_ptr) = facts
-        tokens, slots_ptr, slot_bits = _slot_tensor(
-            "slot_mapping", slot_mapping, (("key", k_shape), ("value", v_shape)))
-        stream = _current_stream(stream, k_cache)
-        strides = _INT64x10(k_st[0], k_st[1], v_st[0], v_st[1], kc_st[0], kc_st[1], kc_st[2],
-                            vc_st[0], vc_st[1], vc_st[2])
+        scales, (k_ptr, v_ptr), (kc_ptr, vc_ptr), tokens, slots_ptr, slot_bits, strides = \
+            _check_paged_kv_copy(f, dtype, (("key", key), ("value", value)), k_cache, v_cache,
+                                 k_scale, v_scale, "stored = x / {}", "slot_mapping",
+                                 slot_mapping)
         _check(_lib.mlagen_reshape_and_cache_run(
             self._handle, k_ptr, v_ptr, kc_ptr, vc_ptr, slots_ptr, slot_bits,
-            scales[0], scales[1], tokens, strides, stream))
+            scales[0], scales[1], tokens, strides, _current_stream(stream, k_cache)))
 
     def gather_cache(self, k_cache, v_cache, out_k, out_v, slots, k_scale=None,
                      v_scale=None, stream=None):
@@ -663,19 +665,13 @@ class Kernel:
         k_cache, v_cache, out_k, out_v = (as_tensor(t, n) for t, n in (
             (k_cache, "k_cache"), (v_cache, "v_cache"), (out_k, "out_k"), (out_v, "out_v")))
         slots = as_tensor(slots, "slots")
-        scales, facts = _check_paged_kv_copy(f, dtype, (("out_k", out_k), ("out_v", out_v)),
-                                             k_cache, v_cache, k_scale, v_scale,
-                                             "value = stored * {}")
-        (ok_shape, ok_st, ok_ptr), (ov_shape, ov_st, ov_ptr), (_, kc_st, kc_ptr), \
-            (_, vc_st, vc_ptr) = facts
-        tokens, slots_ptr, slot_bits = _slot_tensor(
-            "slots", slots, (("out_k", ok_shape), ("out_v", ov_shape)))
-        stream = _current_stream(stream, k_cache)
-        strides = _INT64x10(ok_st[0], ok_st[1], ov_st[0], ov_st[1], kc_st[0], kc_st[1],
-                            kc_st[2], vc_st[0], vc_st[1], vc_st[2])
+        scales, (ok_ptr, ov_ptr), (kc_ptr, vc_ptr), tokens, slots_ptr, slot_bits, strides = \
+            _check_paged_kv_copy(f, dtype, (("out_k", out_k), ("out_v", out_v)), k_cache,
+                                 v_cache, k_scale, v_scale, "value = stored * {}", "slots",
+                                 slots)
         _check(_lib.mlagen_gather_cache_run(
             self._handle, kc_ptr, vc_ptr, ok_ptr, ov_ptr, slots_ptr, slot_bits,
-            scales[0], scales[1], tokens, strides, stream))
+            scales[0], scales[1], tokens, strides, _current_stream(stream, k_cache)))
 
     def merge_attn_states(self, prefix_out, prefix_lse, suffix_out, suffix_lse, out,
                           out_lse=None, stream=None):
