@@ -694,42 +694,41 @@ class Kernel:
             (prefix_out, "prefix_out"), (suffix_out, "suffix_out"), (out, "out")))
         if out.dim() == 2:
             out = out.view(out.shape[0], heads, dim)
+        elif out.dim() == 0:  # no token count to read: say what is wrong with it
+            _check_device_tensor("out", out, dtype, 3, dim)
         tokens = out.shape[0]
+        rows, devices = [], []  # each tensor's strides and pointer, read once
         for name, t in (("prefix_out", prefix_out), ("suffix_out", suffix_out), ("out", out)):
-            _check_device_tensor(name, t, dtype, 3, dim)
-            if tuple(t.shape) != (tokens, heads, dim):
+            shape, st, ptr, dev = _device_tensor_facts(name, t, dtype, (3,), dim)
+            if shape != (tokens, heads, dim):
                 raise ValueError(f"{name} must be [tokens={tokens}, heads={heads}, "
-                                 f"head_dim={dim}], got {tuple(t.shape)}")
-        lses = []
+                                 f"head_dim={dim}], got {tuple(shape)}")
+            rows.append((st, ptr))
+            devices.append(dev)
+        lses = []  # (head stride, pointer) of each LSE; None for no out_lse
         for name, t in (("prefix_lse", prefix_lse), ("suffix_lse", suffix_lse),
                         ("out_lse", out_lse)):
             if t is None:
                 if name != "out_lse":
                     raise ValueError(f"{name} is required")
-                lses.append(None)
+                lses.append((0, None))
                 continue
             t = as_tensor(t, name)
-            _check_device_tensor(name, t, torch.float32, 2, align=4)
-            if t.shape[0] != heads or t.shape[1] < tokens or (t.shape[1] > 1 and t.stride(1) != 1):
+            shape, st, ptr, dev = _device_tensor_facts(name, t, torch.float32, (2,), align=4)
+            if shape[0] != heads or shape[1] < tokens or (shape[1] > 1 and st[1] != 1):
                 raise ValueError(f"{name} must be fp32 [heads={heads}, >= {tokens}] with a "
-                                 f"unit token stride, got {tuple(t.shape)} {t.stride()}")
-            lses.append(t)
+                                 f"unit token stride, got {tuple(shape)} {st}")
+            lses.append((st[0] if shape[0] > 1 else shape[1], ptr))
+            devices.append(dev)
         if out_lse is not None and f.get("lse") == "0":
             raise ValueError("out_lse given, but the kernel's signature says lse=0")
-        devices = {t.device for t in (prefix_out, suffix_out, out) + tuple(x for x in lses if x is not None)}
-        if len(devices) > 1:
-            raise ValueError(f"all tensors must be on one device, got {sorted(map(str, devices))}")
-        stream = _current_stream(stream, out)
-        lse_stride = lambda t: (t.stride(0) if t.shape[0] > 1 else t.shape[1]) if t is not None else 0
-        strides = (ctypes.c_int64 * 9)(
-            prefix_out.stride(0), prefix_out.stride(1), suffix_out.stride(0),
-            suffix_out.stride(1), out.stride(0), out.stride(1),
-            lse_stride(lses[0]), lse_stride(lses[1]), lse_stride(lses[2]))
+        _same_device(devices)
+        (p_st, p_ptr), (s_st, s_ptr), (o_st, o_ptr) = rows
+        strides = _INT64x9(p_st[0], p_st[1], s_st[0], s_st[1], o_st[0], o_st[1], lses[0][0],
+                           lses[1][0], lses[2][0])
         _check(_lib.mlagen_merge_attn_states_run(
-            self._handle, prefix_out.data_ptr(), lses[0].data_ptr(), suffix_out.data_ptr(),
-            lses[1].data_ptr(), out.data_ptr(),
-            lses[2].data_ptr() if lses[2] is not None else None, tokens, heads, dim,
-            strides, stream))
+            self._handle, p_ptr, lses[0][1], s_ptr, lses[1][1], o_ptr, lses[2][1], tokens,
+            heads, dim, strides, _current_stream(stream, out)))
 
     def prefill(self, q, k, v, out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                 lse=None, softmax_scale=0.0, alibi_slopes=None, stream=None):
