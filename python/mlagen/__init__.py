@@ -292,6 +292,43 @@ def _same_device(devices):
                          f"{sorted({str(d) for d in devices})}")
 
 
+def _strided_facts(rules):
+    """(shape, strides) of each (name, tensor, dims, last dim, allowed dtypes)
+    of `rules`, read once: ValueError, naming the tensor, unless it has
+    `dims` dimensions, a contiguous last dim of that size and an allowed
+    dtype."""
+    facts = []
+    for name, t, dims, width, allowed in rules:
+        shape, st = t.shape, t.stride()
+        if len(shape) != dims or shape[-1] != width or st[-1] != 1:
+            raise ValueError(f"{name} must be {dims}-d with a contiguous last dim of "
+                             f"{width}, got shape {tuple(shape)} strides {st}")
+        if t.dtype not in allowed:
+            raise ValueError(f"{name} must be {' or '.join(map(str, allowed))} (the "
+                             f"kernel's), got {t.dtype}")
+        facts.append((shape, st))
+    return facts
+
+
+def _check_step_tables(torch, block_table, seq_lens, lse, rows, rows_text, batch):
+    """A decode step's block table (int32 [batch, pages], unit column
+    stride), seq_lens (contiguous int32 [batch] on the device) and optional
+    lse (contiguous fp32 of shape `rows`, worded `rows_text`). Returns the
+    block table's row stride."""
+    bt_shape, bt_st = block_table.shape, block_table.stride()
+    if (block_table.dtype != torch.int32 or len(bt_shape) != 2
+            or bt_shape[0] < batch or bt_st[1] != 1):
+        raise ValueError("block_table must be int32 [batch, pages] with unit column "
+                         f"stride, got {block_table.dtype} {tuple(bt_shape)}")
+    if seq_lens.dtype != torch.int32 or seq_lens.numel() < batch or \
+            not seq_lens.is_contiguous() or seq_lens.is_cpu:
+        raise ValueError("seq_lens must be a contiguous int32 device tensor of [batch]")
+    if lse is not None and (lse.dtype != torch.float32 or not lse.is_contiguous()
+                            or lse.shape != rows):
+        raise ValueError(f"lse must be a contiguous fp32 {rows_text} tensor")
+    return bt_st[0]
+
+
 _INT64x4, _INT64x8, _INT64x9, _INT64x10 = (ctypes.c_int64 * n for n in (4, 8, 9, 10))
 
 
@@ -309,7 +346,7 @@ class Kernel:
         """paged_decode()'s checks: q/out dtype, the caches' dtypes, whether
         the cache is fp8, d, hq, hkv, page, q_len."""
         f = self.fields
-        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[f["out"]]
+        dtype = getattr(torch, _DTYPE_NAMES[f["out"]])
         fp8_cache = f.get("kv") == "fp8e4m3"
         return (dtype, _fp8_dtypes(torch, self.fields) if fp8_cache else (dtype,), fp8_cache,
                 int(f["v"]), int(f["hq"]), int(f["hkv"]), int(f["page"]), int(f["q_len"]))
@@ -325,7 +362,7 @@ class Kernel:
     def _make_decode_rules(self, torch):
         """decode()'s checks: (name, dims, last dim, allowed dtypes) for q,
         out and kv_cache, and the page size."""
-        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[self.fields["out"]]
+        dtype = getattr(torch, _DTYPE_NAMES[self.fields["out"]])
         qk, v = int(self.fields["qk"]), int(self.fields["v"])
         fp8_dtypes = _fp8_dtypes(torch, self.fields)
         fp8_cache = self.fields.get("kv") == "fp8e4m3"
@@ -376,17 +413,9 @@ class Kernel:
         tensor_rules, page = self._decode_rules
         if kv_cache.dim() == 4 and kv_cache.shape[2] == 1:
             kv_cache = kv_cache.squeeze(2)  # vLLM's [blocks, page, 1, 576]
-        facts = []  # each tensor's shape and strides, read once
-        for (name, dims, width, allowed), t in zip(tensor_rules, (q, out, kv_cache)):
-            shape, st = t.shape, t.stride()
-            if len(shape) != dims or shape[-1] != width or st[-1] != 1:
-                raise ValueError(f"{name} must be {dims}-d with a contiguous last dim of "
-                                 f"{width}, got shape {tuple(shape)} strides {st}")
-            if t.dtype not in allowed:
-                raise ValueError(f"{name} must be {' or '.join(map(str, allowed))} (the "
-                                 f"kernel's), got {t.dtype}")
-            facts.append((shape, st))
-        (q_shape, q_st), (o_shape, o_st), (kv_shape, kv_st) = facts
+        (q_shape, q_st), (o_shape, o_st), (kv_shape, kv_st) = _strided_facts(
+            (name, t, dims, width, allowed)
+            for (name, dims, width, allowed), t in zip(tensor_rules, (q, out, kv_cache)))
         if kv_shape[1] != page:
             raise ValueError(f"kv_cache pages hold {kv_shape[1]} keys, the kernel "
                              f"{page}")
@@ -394,17 +423,8 @@ class Kernel:
         if o_shape[:3] != q_shape[:3]:
             raise ValueError(f"out {tuple(o_shape)} must match q {tuple(q_shape)} "
                              "in batch, q_len and heads")
-        bt_shape, bt_st = block_table.shape, block_table.stride()
-        if (block_table.dtype != torch.int32 or len(bt_shape) != 2
-                or bt_shape[0] < batch or bt_st[1] != 1):
-            raise ValueError("block_table must be int32 [batch, pages] with unit column "
-                             f"stride, got {block_table.dtype} {tuple(bt_shape)}")
-        if seq_lens.dtype != torch.int32 or seq_lens.numel() < batch or \
-                not seq_lens.is_contiguous() or seq_lens.is_cpu:
-            raise ValueError("seq_lens must be a contiguous int32 device tensor of [batch]")
-        if lse is not None and (lse.dtype != torch.float32 or not lse.is_contiguous()
-                                or lse.shape != q_shape[:3]):
-            raise ValueError("lse must be a contiguous fp32 [batch, q_len, heads] tensor")
+        bt_stride = _check_step_tables(torch, block_table, seq_lens, lse, q_shape[:3],
+                                       "[batch, q_len, heads]", batch)
         if batch != plan.batch:
             raise ValueError(f"q holds {batch} requests, the plan was updated for "
                              f"{plan.batch}")
@@ -414,7 +434,7 @@ class Kernel:
         _check(_lib.mlagen_decode_run_checked(
             plan._handle, q.data_ptr(), kv_cache.data_ptr(), out.data_ptr(),
             lse.data_ptr() if lse is not None else None, block_table.data_ptr(),
-            bt_st[0], seq_lens.data_ptr(), plan.plan.data_ptr(),
+            bt_stride, seq_lens.data_ptr(), plan.plan.data_ptr(),
             plan.partial_out.data_ptr(), plan.partial_lse.data_ptr(), batch, q_shape[1],
             q_shape[2], strides, float(softmax_scale), float(q_scale), float(kv_scale),
             flags, kv_shape[0] if checked else 0, int(max_pages) if checked else 0,
@@ -448,19 +468,9 @@ class Kernel:
         if self._paged_rules is None:
             self._paged_rules = self._make_paged_rules(torch)
         dtype, cache_dtypes, fp8_cache, d, hq, hkv, page, q_len = self._paged_rules
-        facts = []  # each tensor's shape and strides, read once
-        for name, t, allowed in (("q", q, (dtype,)), ("out", out, (dtype,)),
-                                 ("k_cache", k_cache, cache_dtypes),
-                                 ("v_cache", v_cache, cache_dtypes)):
-            shape, st = t.shape, t.stride()
-            if len(shape) != 4 or shape[-1] != d or st[-1] != 1:
-                raise ValueError(f"{name} must be 4-d with a contiguous last dim of {d}, "
-                                 f"got shape {tuple(shape)} strides {st}")
-            if t.dtype not in allowed:
-                raise ValueError(f"{name} must be {' or '.join(map(str, allowed))} (the "
-                                 f"kernel's), got {t.dtype}")
-            facts.append((shape, st))
-        (q_shape, q_st), (o_shape, o_st), (k_shape, k_st), (v_shape, v_st) = facts
+        (q_shape, q_st), (o_shape, o_st), (k_shape, k_st), (v_shape, v_st) = _strided_facts(
+            (("q", q, 4, d, (dtype,)), ("out", out, 4, d, (dtype,)),
+             ("k_cache", k_cache, 4, d, cache_dtypes), ("v_cache", v_cache, 4, d, cache_dtypes)))
         for name, shape in (("k_cache", k_shape), ("v_cache", v_shape)):
             if shape[1] != page or shape[2] != hkv:
                 raise ValueError(f"{name} must be [blocks, {page}, {hkv}, {d}], "
@@ -472,17 +482,8 @@ class Kernel:
             raise ValueError(f"q must be [batch, {q_len}, {hq}, {d}], got {tuple(q_shape)}")
         if o_shape != q_shape:
             raise ValueError(f"out {tuple(o_shape)} must match q {tuple(q_shape)}")
-        bt_shape, bt_st = block_table.shape, block_table.stride()
-        if (block_table.dtype != torch.int32 or len(bt_shape) != 2
-                or bt_shape[0] < batch or bt_st[1] != 1):
-            raise ValueError("block_table must be int32 [batch, pages] with unit column "
-                             f"stride, got {block_table.dtype} {tuple(bt_shape)}")
-        if seq_lens.dtype != torch.int32 or seq_lens.numel() < batch or \
-                not seq_lens.is_contiguous() or seq_lens.is_cpu:
-            raise ValueError("seq_lens must be a contiguous int32 device tensor of [batch]")
-        if lse is not None and (lse.dtype != torch.float32 or not lse.is_contiguous()
-                                or lse.shape != q_shape[:3]):
-            raise ValueError("lse must be a contiguous fp32 [batch, q_len, hq] tensor")
+        bt_stride = _check_step_tables(torch, block_table, seq_lens, lse, q_shape[:3],
+                                       "[batch, q_len, hq]", batch)
         scales = [None, None]
         if fp8_cache:
             for i, (name, t) in enumerate((("k_scale", k_scale), ("v_scale", v_scale))):
@@ -510,7 +511,7 @@ class Kernel:
         _check(_lib.mlagen_paged_decode_run(
             plan._handle, q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(),
             out.data_ptr(), lse.data_ptr() if lse is not None else None,
-            block_table.data_ptr(), bt_st[0], seq_lens.data_ptr(),
+            block_table.data_ptr(), bt_stride, seq_lens.data_ptr(),
             plan.plan.data_ptr(), plan.partial_out.data_ptr(), plan.partial_lse.data_ptr(),
             batch, q_shape[1], hq, hkv, strides, float(softmax_scale), scales[0], scales[1],
             alibi_slopes.data_ptr() if alibi_slopes is not None else None,
