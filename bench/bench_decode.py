@@ -15,11 +15,20 @@ table gives each shape's TFLOP/s over it. "/ cuDNN same bytes" compares with
 cuDNN's GQA decode at the same batch and the same cache bytes (S 1152 for
 S 4096), where fixed costs per step weigh alike; the issue's target is the
 B64 S4096 reference.
+Limits in the same run: on sm_90a the bench builds bench/stream_floor.cu with
+the device's nvcc and times its math-free ways of reading each memory-bound
+step's pages (the same pages, plans and flush, no attention math) with the
+same do_bench; the fastest is the step's floor (MLAGEN_FLOOR=0 skips it).
 """
+import ctypes
+import hashlib
 import json
 import math
 import os
+import shutil
 import statistics
+import subprocess
+import tempfile
 
 import torch
 import torch.nn.functional as F
@@ -121,6 +130,67 @@ def behind_gemm_us(step, iters=200):
     return start.elapsed_time(end) * 1e3 / iters
 
 
+def stream_floor_lib():
+    """bench/stream_floor.cu as a library, built once by the device's nvcc:
+    (lib, None), or (None, why not)."""
+    if os.environ.get("MLAGEN_FLOOR") == "0":
+        return None, "MLAGEN_FLOOR=0"
+    if torch.cuda.get_device_capability() != (9, 0):
+        return None, "its bulk copies and tensor boxes are sm_90a code"
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if not os.path.exists(nvcc):
+        return None, "no nvcc on this machine"
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stream_floor.cu")
+    digest = hashlib.sha256(open(src, "rb").read()).hexdigest()[:16]
+    so = os.path.join(tempfile.gettempdir(), f"mlagen_stream_floor_{digest}.so")
+    if not os.path.exists(so):
+        built = subprocess.run([nvcc, "-std=c++17", "-O3", "-gencode=arch=compute_90a,code=sm_90a", "-shared",
+                                "-Xcompiler", "-fPIC", "-DMLAGEN_FLOOR_LIB", "-o", so + ".tmp", src, "-lcuda"],
+                               capture_output=True, text=True)
+        if built.returncode != 0:
+            return None, "nvcc failed: " + built.stderr.strip()[-300:]
+        os.replace(so + ".tmp", so)
+    lib = ctypes.CDLL(so)
+    lib.stream_floor_way_name.restype = ctypes.c_char_p
+    lib.stream_floor_expected_counter.restype = ctypes.c_uint
+    lib.stream_floor_launch.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
+                                        ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    return lib, None
+
+
+def stream_floors(lib, batch, seq):
+    """{"bf16"|"fp8": {way: us}}: each math-free way of reading batch requests of
+    seq keys (pages of 64, shuffled) of a bf16 and an fp8 cache, as bench()
+    times a decode step. Static ways take the plan's blocks: 2 a request
+    where twice the batch fits the SMs, else 1."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    pages = batch * seq // PAGE
+    chunks = 2 if 2 * batch <= sms else 1
+    table = torch.randperm(pages, generator=torch.Generator().manual_seed(7)).to(torch.int32).cuda()
+    counter = torch.zeros(1, dtype=torch.int32, device="cuda")
+    lib.stream_floor_new_counter()
+    sink = torch.zeros(1, dtype=torch.float32, device="cuda")
+    out = {}
+    for way in range(lib.stream_floor_num_ways()):
+        elem = lib.stream_floor_way_elem(way)
+        cache = torch.ones(pages * PAGE * QK * elem, dtype=torch.uint8, device="cuda")
+
+        def step(way=way, cache=cache):
+            err = lib.stream_floor_launch(way, cache.data_ptr(), table.data_ptr(), batch, chunks,
+                                          counter.data_ptr(), sink.data_ptr(),
+                                          torch.cuda.current_stream().cuda_stream)
+            if err:
+                raise RuntimeError(f"stream_floor_launch: CUDA error {err}")
+        name = lib.stream_floor_way_name(way).decode()
+        out.setdefault("bf16" if elem == 2 else "fp8", {})[name] = round(bench(step) * 1e3, 1)
+        del cache
+        torch.cuda.synchronize()
+        # Dynamic ways claim pages from the counter: each launch claimed every page once.
+        if counter.item() & 0xFFFFFFFF != lib.stream_floor_expected_counter():
+            raise RuntimeError(f"stream_floor way '{name}': the page counter is off")
+    return out
+
+
 def cudnn_gqa_decode_GBps(batch, seq):
     """cuDNN SDPA decode, 32 q / 8 kv heads of 128, contiguous: GB/s of K and V."""
     q = torch.randn(batch, 32, 1, 128, device="cuda", dtype=torch.bfloat16)
@@ -146,6 +216,10 @@ def main():
     b = torch.randn_like(a)
     res["torch_gemm_TFLOPs"] = round(2 * 8192 ** 3 / bench(lambda: a @ b) / 1e9, 1)
     del a, b
+    floor_lib, res["floor_skipped"] = stream_floor_lib()
+    if res["floor_skipped"]:
+        print(f"floor: skipped ({res['floor_skipped']})", flush=True)
+    floors = {}
     rows = []
     for batch, heads in ((64, 16), (128, 16), (128, 128)):
         seq = 4096
@@ -180,6 +254,13 @@ def main():
         row["torch_bmm_GBps"] = round(bytes_ / ms / 1e6, 1)
         row["torch_bmm_TFLOPs"] = round(flops / ms / 1e9, 1)
         del qq, kvc
+        if floor_lib is not None:
+            if batch not in floors:
+                floors[batch] = stream_floors(floor_lib, batch, seq)
+            row["floor_ways_us"] = floors[batch]
+            for cache in ("bf16", "fp8"):
+                way, us = min(floors[batch][cache].items(), key=lambda item: item[1])
+                row[f"floor_{cache}_us"], row[f"floor_{cache}_way"] = us, way
         rows.append(row)
         print(row, flush=True)
         torch.cuda.empty_cache()
@@ -197,6 +278,18 @@ def main():
                   f"{r['torch_bmm_GBps']} | {r['torch_bmm_TFLOPs']} | "
                   f"{r['fp8_us']} | {r['fp8_GBps']} | {r['fp8_speedup']} | "
                   f"{r['fp8_q_us']} | {r['fp8_q_speedup']} |")
+    if floor_lib is not None:
+        md += ["", "Floors in the same run: the fastest math-free way of bench/stream_floor.cu to read each step's "
+               "pages (no attention math, the same pages, flush and do_bench); \"at floor\" is floor us / mlagen us",
+               "", "| shape | bf16 floor us | bf16 at floor | / cuDNN GQA GB/s at the floor | fp8 floor us | "
+               "fp8 at floor | fp8 q+kv at floor | floor fp8 / bf16 tokens/s |", "|---|---|---|---|---|---|---|---|"]
+        for r in rows:
+            batch, heads = (int(x[1:]) for x in r["shape"].split()[:2])
+            bytes_ = batch * 4096 * QK * 2 + batch * heads * (QK + V) * 2
+            md.append(f"| {r['shape']} | {r['floor_bf16_us']} | {r['floor_bf16_us'] / r['mlagen_us']:.2f} | "
+                      f"{bytes_ / r['floor_bf16_us'] / 1e3 / res['cudnn_gqa_decode_B64_S4096_GBps']:.2f} | "
+                      f"{r['floor_fp8_us']} | {r['floor_fp8_us'] / r['fp8_us']:.2f} | "
+                      f"{r['floor_fp8_us'] / r['fp8_q_us']:.2f} | {r['floor_bf16_us'] / r['floor_fp8_us']:.2f} |")
     out_dir = os.environ.get("OUT", "/tmp")
     json.dump(res, open(os.path.join(out_dir, "decode_bench.json"), "w"), indent=1)
     open(os.path.join(out_dir, "decode_bench.md"), "w").write("\n".join(md) + "\n")

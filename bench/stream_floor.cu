@@ -6,15 +6,17 @@
 // cp.async mapping (4 threads a 576-byte row, 16 bytes each, 9 slabs of 64
 // bytes; a barrier of 128 arrivals); or tensor copies of 128-byte x 64-row
 // boxes with the 128-byte swizzle (5 a page, the last half zero-filled).
-// Timed as bench_decode times a step: after a 256 MB memset (do_bench's
-// writing L2 flush), CUDA events around the launch, the median of 30; and
-// back to back with no flush ("sustained").
 //   static:  a block per (request, chunk), as the decode plans place them;
 //   dynamic: one block per SM, each claiming the next page of the whole
 //            batch from a global counter (perfect balance, no plan).
-// Run on the GPU machine:
+// bench_decode.py builds it as a library (-DMLAGEN_FLOOR_LIB, entry
+// stream_floor_launch) and times every way with its own do_bench, beside the
+// decode kernels: the fastest is the "floor" of its table. Standalone, it
+// times each way itself: after a 256 MB memset (do_bench's writing L2
+// flush), CUDA events around the launch, the median of 30; and back to back
+// with no flush ("sustained"). On the GPU machine:
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a \
-//     -o /tmp/stream_floor bench/probes/stream_floor.cu -lcuda && /tmp/stream_floor
+//     -o /tmp/stream_floor bench/stream_floor.cu -lcuda && /tmp/stream_floor
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -68,6 +70,7 @@ struct Stream {
   int page_bytes, pages_per_request, chunks; // chunks: blocks a request (static)
   int total_pages;                           // dynamic
   unsigned *counter;                         // dynamic
+  unsigned base; // dynamic: the counter's value when this launch began
   float *sink;
 };
 
@@ -115,7 +118,7 @@ __global__ void __launch_bounds__(kThreads) stream(const __grid_constant__ CUten
     }
     int page;
     if (kDynamic) {
-      const unsigned c = atomicAdd(s.counter, 1u);
+      const unsigned c = atomicAdd(s.counter, 1u) - s.base;
       page = c < (unsigned)s.total_pages ? s.table[c] : -1;
     } else {
       page = n < per_block ? s.table[request * s.pages_per_request + first + n] : -1;
@@ -165,19 +168,117 @@ __global__ void __launch_bounds__(kThreads) stream(const __grid_constant__ CUten
     }                                                                                                        \
   } while (0)
 
+// One way of streaming a step's pages: its copies, stages and blocks.
+struct Way {
+  const char *name;
+  int elem; // the cache's bytes an element: 1 (fp8) or 2 (bf16)
+  bool dynamic;
+  int stages;
+  void (*launch)(const CUtensorMap &map, const Stream &s, int blocks, cudaStream_t cu_stream);
+};
+
+template <int kStages, int kPieces, bool kDynamic, Copy kCopy>
+void launch_way(const CUtensorMap &map, const Stream &s, int blocks, cudaStream_t cu_stream) {
+  auto kernel = stream<kStages, kPieces, kDynamic, kCopy>;
+  const int smem = kStages * (kCopy == kTensor ? 5 * 64 * 128 : s.page_bytes) + 1024;
+  static const cudaError_t set = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  (void)set; // a failure shows as the launch's error
+  kernel<<<blocks, kThreads, smem, cu_stream>>>(map, s);
+}
+
+const Way kWays[] = {
+    {"static, 4 stages", 1, false, 4, launch_way<4, 1, false, kBulk>},
+    {"static, 6 stages", 1, false, 6, launch_way<6, 1, false, kBulk>},
+    {"static, 4 stages, 8 pieces a page", 1, false, 4, launch_way<4, 8, false, kBulk>},
+    {"static, 3 stages, cp.async (16-row e4m3 mapping)", 1, false, 3, launch_way<3, 1, false, kCpAsync>},
+    {"static, 4 stages, cp.async (16-row e4m3 mapping)", 1, false, 4, launch_way<4, 1, false, kCpAsync>},
+    {"static, 3 stages, tensor boxes", 1, false, 3, launch_way<3, 1, false, kTensor>},
+    {"static, 4 stages, tensor boxes", 1, false, 4, launch_way<4, 1, false, kTensor>},
+    {"dynamic, 4 stages", 1, true, 4, launch_way<4, 1, true, kBulk>},
+    {"dynamic, 6 stages", 1, true, 6, launch_way<6, 1, true, kBulk>},
+    {"static, 2 stages", 2, false, 2, launch_way<2, 1, false, kBulk>},
+    {"static, 3 stages", 2, false, 3, launch_way<3, 1, false, kBulk>},
+    {"dynamic, 3 stages", 2, true, 3, launch_way<3, 1, true, kBulk>},
+};
+
+// The fp8 cache as [pages][64 keys][576 bytes] for the tensor boxes (64 x 128).
+CUresult encode_map(CUtensorMap *map, void *cache, int max_pages) {
+  const cuuint64_t dims[3] = {576, 64, (cuuint64_t)max_pages};
+  const cuuint64_t strides[2] = {576, 576 * 64};
+  const cuuint32_t box[3] = {128, 64, 1}, unit[3] = {1, 1, 1};
+  return cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, cache, dims, strides, box, unit,
+                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+
+} // namespace
+
+#ifdef MLAGEN_FLOOR_LIB
+namespace {
+// Pages a dynamic launch claims from the counter: every page, and the
+// stages - 1 claims past the end that each block issues before it sees one.
+unsigned claims(const Way &way, int pages, int blocks) { return pages + blocks * (way.stages - 1); }
+constexpr int kNumWays = sizeof(kWays) / sizeof(kWays[0]);
+unsigned counted = 0; // the counter's value: launches run in stream order
+} // namespace
+
+extern "C" {
+// A new counter, zero on the device: dynamic launches claim from 0 again.
+void stream_floor_new_counter() { counted = 0; }
+int stream_floor_num_ways() { return kNumWays; }
+const char *stream_floor_way_name(int way) { return way >= 0 && way < kNumWays ? kWays[way].name : nullptr; }
+int stream_floor_way_elem(int way) { return way >= 0 && way < kNumWays ? kWays[way].elem : 0; }
+
+// What the counter holds once every launch so far has run: the caller's
+// check that each dynamic launch claimed every page once.
+unsigned stream_floor_expected_counter() { return counted; }
+
+// Streams `batch` requests of 64 pages (table[request * 64 + page]) of a
+// cache of `elem`-byte elements, `chunks` blocks a request (static ways) or
+// one block an SM (dynamic ways, claiming from *counter, which was zero at
+// stream_floor_new_counter() and is touched only by this entry), on
+// cu_stream. Returns the launch's CUDA error (0: none).
+int stream_floor_launch(int way, void *cache, const int *table, int batch, int chunks, unsigned *counter,
+                        float *sink, void *cu_stream) {
+  if (way < 0 || way >= kNumWays)
+    return cudaErrorInvalidValue;
+  const Way &w = kWays[way];
+  int sms = 0;
+  if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0))
+    return e;
+  const int pages = batch * 64, blocks = w.dynamic ? sms : batch * chunks;
+  CUtensorMap map{};
+  if (w.elem == 1 && encode_map(&map, cache, pages) != CUDA_SUCCESS)
+    return cudaErrorInvalidValue;
+  const Stream s{static_cast<const char *>(cache), table, 64 * 576 * w.elem, 64, chunks, pages, counter, counted,
+                 sink};
+  w.launch(map, s, blocks, static_cast<cudaStream_t>(cu_stream));
+  if (w.dynamic)
+    counted += claims(w, pages, blocks);
+  return cudaGetLastError();
+}
+}
+#else
+namespace {
+
+#define CHECK(x)                                                                                             \
+  do {                                                                                                       \
+    cudaError_t e_ = (x);                                                                                    \
+    if (e_ != cudaSuccess) {                                                                                 \
+      std::printf("%s: %s\n", #x, cudaGetErrorString(e_));                                                  \
+      std::exit(1);                                                                                          \
+    }                                                                                                        \
+  } while (0)
+
 struct Timing {
   float flushed, sustained;
 };
 
-template <int kStages, int kPieces, bool kDynamic, Copy kCopy = kBulk>
-Timing run(const CUtensorMap &map, Stream s, int blocks, char *flush, size_t flush_bytes) {
-  auto kernel = stream<kStages, kPieces, kDynamic, kCopy>;
-  const int smem = kStages * (kCopy == kTensor ? 5 * 64 * 128 : s.page_bytes) + 1024;
-  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+Timing run(const Way &way, const CUtensorMap &map, Stream s, int blocks, char *flush, size_t flush_bytes) {
   auto launch = [&] {
-    if (kDynamic)
+    if (way.dynamic)
       CHECK(cudaMemsetAsync(s.counter, 0, sizeof(unsigned)));
-    kernel<<<blocks, kThreads, smem>>>(map, s);
+    way.launch(map, s, blocks, 0);
   };
   for (int i = 0; i < 5; ++i)
     launch();
@@ -188,10 +289,10 @@ Timing run(const CUtensorMap &map, Stream s, int blocks, char *flush, size_t flu
   std::vector<float> t;
   for (int i = 0; i < 30; ++i) {
     CHECK(cudaMemsetAsync(flush, 0, flush_bytes));
-    if (kDynamic)
+    if (way.dynamic)
       CHECK(cudaMemsetAsync(s.counter, 0, sizeof(unsigned)));
     CHECK(cudaEventRecord(a));
-    kernel<<<blocks, kThreads, smem>>>(map, s);
+    way.launch(map, s, blocks, 0);
     CHECK(cudaEventRecord(b));
     CHECK(cudaEventSynchronize(b));
     float ms;
@@ -230,6 +331,11 @@ int main() {
   CHECK(cudaMalloc(&counter, sizeof(unsigned)));
   CHECK(cudaMalloc(&sink, sizeof(float)));
   CHECK(cudaMemset(cache, 1, max_bytes));
+  CUtensorMap map{};
+  if (CUresult r = encode_map(&map, cache, max_pages); r != CUDA_SUCCESS) {
+    std::printf("cuTensorMapEncodeTiled: %d\n", (int)r);
+    return 1;
+  }
   std::printf("| cache | batch | blocks | way | bytes MB | us after flush | GB/s | us sustained | GB/s |\n"
               "|---|---|---|---|---|---|---|---|---|\n");
   struct Case {
@@ -242,43 +348,17 @@ int main() {
     std::iota(host.begin(), host.end(), 0);
     std::shuffle(host.begin(), host.end(), std::mt19937(7));
     CHECK(cudaMemcpy(table, host.data(), pages * sizeof(int), cudaMemcpyHostToDevice));
-    CUtensorMap map{}; // kTensor: [pages][64 keys][576 bytes], boxes of 64 x 128
-    if (c.elem == 1) {
-      const cuuint64_t dims[3] = {576, 64, (cuuint64_t)max_pages};
-      const cuuint64_t strides[2] = {576, 576 * 64};
-      const cuuint32_t box[3] = {128, 64, 1}, unit[3] = {1, 1, 1};
-      CUresult r = cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, cache, dims, strides, box, unit,
-                                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                          CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-      if (r != CUDA_SUCCESS) {
-        std::printf("cuTensorMapEncodeTiled: %d\n", (int)r);
-        return 1;
-      }
-    }
-    Stream s{cache, table, 64 * 576 * c.elem, 64, c.chunks, pages, counter, sink};
+    const Stream s{cache, table, 64 * 576 * c.elem, 64, c.chunks, pages, counter, 0, sink};
     const double mb = (double)pages * s.page_bytes / 1e6;
-    auto row = [&](const char *way, int blocks, Timing t) {
-      std::printf("| %s | %d | %d | %s | %.1f | %.1f | %.0f | %.1f | %.0f |\n", c.name, c.batch, blocks, way, mb,
+    for (const Way &way : kWays) {
+      if (way.elem != c.elem)
+        continue;
+      const int blocks = way.dynamic ? sms : c.batch * c.chunks;
+      const Timing t = run(way, map, s, blocks, flush, flush_bytes);
+      std::printf("| %s | %d | %d | %s | %.1f | %.1f | %.0f | %.1f | %.0f |\n", c.name, c.batch, blocks, way.name, mb,
                   t.flushed, mb / t.flushed * 1e3, t.sustained, mb / t.sustained * 1e3);
-    };
-    const int blocks = c.batch * c.chunks;
-    if (c.elem == 1) {
-      row("static, 4 stages", blocks, run<4, 1, false>(map, s, blocks, flush, flush_bytes));
-      row("static, 6 stages", blocks, run<6, 1, false>(map, s, blocks, flush, flush_bytes));
-      row("static, 4 stages, 8 pieces a page", blocks, run<4, 8, false>(map, s, blocks, flush, flush_bytes));
-      row("static, 3 stages, cp.async (16-row e4m3 mapping)", blocks,
-          run<3, 1, false, kCpAsync>(map, s, blocks, flush, flush_bytes));
-      row("static, 4 stages, cp.async (16-row e4m3 mapping)", blocks,
-          run<4, 1, false, kCpAsync>(map, s, blocks, flush, flush_bytes));
-      row("static, 3 stages, tensor boxes", blocks, run<3, 1, false, kTensor>(map, s, blocks, flush, flush_bytes));
-      row("static, 4 stages, tensor boxes", blocks, run<4, 1, false, kTensor>(map, s, blocks, flush, flush_bytes));
-      row("dynamic, 4 stages", sms, run<4, 1, true>(map, s, sms, flush, flush_bytes));
-      row("dynamic, 6 stages", sms, run<6, 1, true>(map, s, sms, flush, flush_bytes));
-    } else {
-      row("static, 2 stages", blocks, run<2, 1, false>(map, s, blocks, flush, flush_bytes));
-      row("static, 3 stages", blocks, run<3, 1, false>(map, s, blocks, flush, flush_bytes));
-      row("dynamic, 3 stages", sms, run<3, 1, true>(map, s, sms, flush, flush_bytes));
     }
   }
   return 0;
 }
+#endif
