@@ -134,3 +134,37 @@ TEST_CASE("no template declares a multi-dimensional array of a struct with "
   INFO(report);
   CHECK(found.empty());
 }
+
+TEST_CASE("every part a kernel template splices in is embedded and holds no "
+          "placeholder",
+          "[templates]") {
+  // templates/CONTRACT.md: @@MLAGEN_PART_NAME@@ in kernels/T.hip stands for
+  // kernels/T/name.hip.
+  static const std::regex part(R"(@@MLAGEN_PART_([A-Z0-9_]+)@@)");
+  static const std::regex placeholder(R"(@@[A-Za-z0-9_]+@@)");
+  std::set<std::string> parts, spliced;
+  for (std::string_view view : mlagen::templates::paths()) {
+    const std::string path(view);
+    const std::string text(*mlagen::templates::lookup(view));
+    const size_t slash = path.rfind('/');
+    if (path.rfind("kernels/", 0) == 0 && slash != std::string("kernels").size())
+      parts.insert(path); // a file in a template's folder
+    for (std::sregex_iterator it(text.begin(), text.end(), part), end; it != end; ++it) {
+      std::string name = (*it)[1];
+      for (char &c : name)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      const std::string file = path.substr(0, path.rfind('.')) + "/" + name + ".hip";
+      INFO(path << " names " << it->str());
+      CHECK(mlagen::templates::lookup(file).has_value());
+      spliced.insert(file);
+    }
+  }
+  // Each part is spliced by its template, and has no placeholder itself.
+  REQUIRE(parts.count("kernels/mla_decode/warpgroup_consume_rows.hip") == 1);
+  CHECK(parts == spliced);
+  for (const std::string &path : parts) {
+    const std::string text(*mlagen::templates::lookup(path));
+    INFO(path);
+    CHECK_FALSE(std::regex_search(text, placeholder));
+  }
+}

@@ -305,8 +305,38 @@ LogicalResult fillPlaceholders(Operation *op, StringRef templatePath,
   return success();
 }
 
-/// Fills `templatePath` with the target's prelude and `op`'s config. The
-/// verifier guarantees tiling and arch wherever there is a launch.
+/// The parts a kernel template splices in: `@@MLAGEN_PART_NAME@@` stands for
+/// the file name.hip (lower case) in the folder named after the template
+/// (kernels/mla_decode.hip: kernels/mla_decode/), without its last newline,
+/// so that a placeholder on a line of its own leaves the part's lines as
+/// they are. Parts hold no placeholders themselves.
+LogicalResult addParts(Operation *op, StringRef templatePath, StringRef text,
+                       llvm::StringMap<std::string> &values) {
+  constexpr StringRef kPartPrefix = "@@MLAGEN_PART_";
+  const StringRef folder = templatePath.rsplit('.').first;
+  for (StringRef placeholder = findPlaceholder(text); !placeholder.empty();
+       placeholder = findPlaceholder(
+           text, placeholder.data() - text.data() + placeholder.size())) {
+    if (!placeholder.starts_with(kPartPrefix) || values.count(placeholder))
+      continue;
+    const std::string path =
+        (folder + "/" +
+         placeholder.drop_front(kPartPrefix.size()).drop_back(2).lower() +
+         ".hip")
+            .str();
+    FailureOr<StringRef> part = lookupTemplate(op, path);
+    if (failed(part))
+      return failure();
+    values[placeholder] = part->str();
+    if (!values[placeholder].empty() && values[placeholder].back() == '\n')
+      values[placeholder].pop_back();
+  }
+  return success();
+}
+
+/// Fills `templatePath` with the target's prelude, `op`'s config and the
+/// template's parts. The verifier guarantees tiling and arch wherever there
+/// is a launch.
 template <typename VariantOp>
 LogicalResult emitFromTemplate(VariantOp op, StringRef templatePath,
                                raw_ostream &os) {
@@ -329,6 +359,8 @@ LogicalResult emitFromTemplate(VariantOp op, StringRef templatePath,
   prelude += *target;
   llvm::raw_string_ostream config(values["@@MLAGEN_CONFIG@@"]);
   if (failed(printConfig(op, config)))
+    return failure();
+  if (failed(addParts(op, templatePath, *kernel, values)))
     return failure();
 
   std::string source;
