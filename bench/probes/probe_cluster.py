@@ -1,7 +1,9 @@
-# Split requests merged inside a thread-block cluster against the reduce
-# kernel, in one process on one GPU: each shape is planned twice (the second
-# plan with MLAGEN_CLUSTER_MERGE=0) and timed alternately; the outputs of the
-# two must agree. H16, bf16, fp8 cache (bf16 q) or fp8 q and cache, page 64.
+# Split requests merged inside a thread-block cluster against the plan
+# without clusters (MLAGEN_CLUSTER_MERGE=0: a request of two chunks merges
+# in the decode grid, more go through the reduce kernel; "reduce" below), in
+# one process on one GPU: each shape is planned twice and timed
+# alternately; the outputs of the two must agree. SHAPES=BxSxKIND,... picks
+# the shapes. H16, bf16, fp8 cache (bf16 q) or fp8 q and cache, page 64.
 import os, sys, math
 sys.path.insert(0, "bench")
 import torch
@@ -11,6 +13,8 @@ import mlagen
 rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
 shapes = ((64, 4096, "bf16"), (64, 1024, "bf16"), (48, 8192, "bf16"), (128, 4096, "bf16"),
           (64, 4096, "fp8"), (64, 4096, "fp8q"), (64, 1024, "fp8q"), (128, 4096, "fp8q"))
+if os.environ.get("SHAPES"):  # BATCHxSEQxKIND,...
+    shapes = tuple((int(b), int(s), k) for b, s, k in (x.split("x") for x in os.environ["SHAPES"].split(",")))
 for batch, seq, kind in shapes:
     torch.manual_seed(0)
     fp8, fp8_q = kind != "bf16", kind == "fp8q"

@@ -25,6 +25,14 @@ namespace {
 // 576 bf16 weigh as much as 16 keys) and writing 16 rows of 512 fp32
 // partials (as much as 28 keys), rounded up.
 constexpr int64_t kBlockOverheadKeys = 64;
+// 16-bit caches: a pair of chunks of at most this many keys merges faster
+// in the grid (the block that finishes second adds the two) than in a
+// cluster; longer ones merge faster in the cluster. B64 H16 bf16, grid
+// against cluster, S1024 / 1536 / 2048 / 3072 / 4096: H100 41.9 / 55.7 /
+// 69.5 / 96.7 / 122.7 us against 44.6 / 58.5 / 70.2 / 94.7 / 118.9; H200
+// 34.6 / 43.9 / 53.6 / 72.7 / 91.6 against 35.8 / 45.6 / 54.7 / 71.1 /
+// 88.1. The e4m3 kernels gain from clusters at every length.
+constexpr int64_t kGridMergeMaxChunk16 = 1024;
 // A step that splits a request pays its merge (a pair in a cluster or the
 // grid, else the reduce), in keys: enough that a lone request of two
 // 128-key chunks stays whole (H200, B1 S256: 13.9 us whole, 15.5 split).
@@ -156,6 +164,9 @@ Status DecodePlanner::create(const Signature &sig, const CodeObject &code,
   planner.gridMerge_ = options.gridMerge &&
                        !disabledByEnvironment("MLAGEN_GRID_MERGE") &&
                        sig.op == OpKind::Decode;
+  if (planner.clusterBlocks_ > 1 && planner.gridMerge_ &&
+      sig.kvType != DType::FP8E4M3)
+    planner.clusterMergeAbove_ = kGridMergeMaxChunk16;
 
   const int64_t maxBatch = options.maxBatch, sms = planner.waveBlocks_;
   const int64_t perChunk = planner.blocksPerChunk_;
@@ -299,8 +310,10 @@ Status DecodePlanner::plan(const int32_t *seqLens, int batch, int32_t *plan,
   int64_t items = 0, slots = 0, reduceSlots = 0, groups = 0;
   for (int b = 0; b < batch; ++b) {
     const int64_t len = seqLens[b], chunks = chunksOf(len, chunk);
-    // A request of exactly one cluster's chunks merges in its cluster.
-    const bool inCluster = cluster > 1 && chunks == cluster;
+    // A request of exactly one cluster's chunks merges in its cluster, if
+    // they are long enough to gain from it.
+    const bool inCluster =
+        cluster > 1 && chunks == cluster && chunk > clusterMergeAbove_;
     const bool usesSlots = chunks > 1 && !inCluster;
     if (items + chunks > sizes_.workCapacity ||
         (usesSlots && slots + chunks > sizes_.slotCapacity))

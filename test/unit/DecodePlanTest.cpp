@@ -41,11 +41,13 @@ CodeObject decodeCode(int tileK = 64, int rowsPerBlock = 16,
 }
 
 Signature decodeSignature(int heads = 16, int qLen = 1,
-                          bool batchInvariant = false) {
+                          bool batchInvariant = false, bool fp8 = false) {
   Signature sig = Signature::decode();
   sig.numQHeads = heads;
   sig.qLen = qLen;
   sig.batchInvariant = batchInvariant;
+  if (fp8)
+    sig.kvType = DType::FP8E4M3;
   return sig;
 }
 
@@ -134,8 +136,10 @@ std::vector<Item> checkPlan(const DecodePlanner &planner, int alignment,
     size_t count = 0;
     while (next + count < items.size() && items[next + count].request == b)
       ++count;
-    // A request of exactly one cluster's chunks merges in it, slot-free.
-    const bool inCluster = cluster > 1 && count == size_t(cluster);
+    // A request of exactly one cluster's chunks merges in it, slot-free,
+    // if its chunks are longer than the planner's threshold.
+    const bool inCluster = cluster > 1 && count == size_t(cluster) &&
+                           summary.chunkKeys > planner.clusterMergeAbove();
     while (next < items.size() && items[next].request == b) {
       const Item &item = items[next];
       CHECK(item.begin == key);
@@ -615,6 +619,31 @@ TEST_CASE("requests of two chunks merge in their cluster", "[decode-plan]") {
     CHECK(summary.numSlots == 0);
     for (size_t i = 0; i < items.size(); ++i)
       CHECK(items[i].slot == -2 - (16 + int(i % 2)));
+  }
+  SECTION("pairs of short chunks of a 16-bit cache merge in the grid") {
+    CHECK(planner.clusterMergeAbove() == 1024);
+    DecodePlanSummary summary;
+    // B64 S2048: chunks of 1024 keys.
+    std::vector<Item> items =
+        checkPlan(planner, 64, std::vector<int32_t>(64, 2048), &summary);
+    CHECK(summary.chunkKeys == 1024);
+    CHECK(summary.mergeGroups == 0); // the step launches without clusters
+    CHECK(summary.numSlots == 128);
+    CHECK(summary.reduceSlots == 0); // every pair in the grid
+    // B64 S3072: chunks of 1536, in clusters again.
+    items = checkPlan(planner, 64, std::vector<int32_t>(64, 3072), &summary);
+    CHECK(summary.chunkKeys == 1536);
+    CHECK(summary.mergeGroups == 64);
+    CHECK(summary.numSlots == 0);
+  }
+  SECTION("an fp8 cache merges pairs of any length in clusters") {
+    const DecodePlanner fp8 =
+        makePlanner(decodeSignature(16, 1, false, true), decodeCode(64, 16, 16, 2), {256, 132});
+    CHECK(fp8.clusterMergeAbove() == 0);
+    DecodePlanSummary summary;
+    checkPlan(fp8, 64, std::vector<int32_t>(64, 1024), &summary);
+    CHECK(summary.chunkKeys == 512);
+    CHECK(summary.mergeGroups == 64);
   }
   SECTION("a mixed batch: groups on whole clusters, others through slots") {
     std::vector<int32_t> lens(40, 4096);

@@ -123,6 +123,9 @@ public:
   // The shortest chunk a kernel's balanced plans take when the caller
   // leaves minChunkKeys 0.
   static int minChunkKeysFor(const Signature &sig, int blocksPerChunk);
+  // A request of one cluster's chunks merges in its cluster only when the
+  // step's chunks are longer than this many keys (else in the grid).
+  int64_t clusterMergeAbove() const { return clusterMergeAbove_; }
 
   // Plans one step of `batch` requests (0 <= batch <= maxBatch) with
   // seqLens[b] keys each (host memory) into `plan` (host, planInts int32).
@@ -153,6 +156,7 @@ private:
   int waveBlocks_ = 0;     // blocks one wave holds: numSMs x blocks per SM
   int clusterBlocks_ = 1;  // sizes_.clusterBlocks
   bool gridMerge_ = false; // pairs not merged in clusters merge in the grid
+  int64_t clusterMergeAbove_ = 0; // clusterMergeAbove()
 };
 
 } // namespace mlagen
