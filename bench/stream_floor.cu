@@ -159,15 +159,6 @@ __global__ void __launch_bounds__(kThreads) stream(const __grid_constant__ CUten
     s.sink[0] = acc;
 }
 
-#define CHECK(x)                                                                                             \
-  do {                                                                                                       \
-    cudaError_t e_ = (x);                                                                                    \
-    if (e_ != cudaSuccess) {                                                                                 \
-      std::printf("%s: %s\n", #x, cudaGetErrorString(e_));                                                  \
-      std::exit(1);                                                                                          \
-    }                                                                                                        \
-  } while (0)
-
 // One way of streaming a step's pages: its copies, stages and blocks.
 struct Way {
   const char *name;
