@@ -315,11 +315,13 @@ class MlagenMLAImpl:
     x / k_scale); fp8_query: the decode's q in e4m3 too (x / q_scale; fp8
     caches only); num_spec_tokens draft tokens a decode request;
     decode_tile_q: [(largest batch, tile_q)] pinned blocks by batch range
-    (None: default_decode_tile_q)."""
+    (None: default_decode_tile_q); background: fetch the kernels on a thread
+    (Runtime.kernels_async) and wait for them at first use, so that a cold
+    compile overlaps what the engine does next (loading the weights)."""
 
     def __init__(self, num_heads, page_size, W_UK, W_UV, scale=None, dtype=torch.bfloat16,
                  device="cuda", kv_cache_dtype="auto", k_scale=1.0, fp8_query=False,
-                 q_scale=1.0, num_spec_tokens=0, decode_tile_q=None):
+                 q_scale=1.0, num_spec_tokens=0, decode_tile_q=None, background=False):
         assert W_UK.shape == (num_heads, QK_NOPE_HEAD_DIM, KV_LORA_RANK), W_UK.shape
         assert W_UV.shape == (num_heads, KV_LORA_RANK, V_HEAD_DIM), W_UV.shape
         if kv_cache_dtype not in ("auto", "fp8"):
@@ -369,17 +371,34 @@ class MlagenMLAImpl:
         # The prefill's kernel too (flash_attn_varlen_func's), fetched with
         # the rest: cold, the compiles run side by side.
         prefill_key = _prefill_key(QK_HEAD_DIM, V_HEAD_DIM, num_heads, num_heads, True, dtype, device)
-        kernels = rt.kernels(wanted + [_prefill_signature(prefill_key)])
-        _prefill_kernels[prefill_key] = kernels.pop()
-        # (largest batch or None, kernel), smallest range first.
-        self.decode_kernels = [(limit, k) for (limit, _), k in zip(ranges, kernels)]
-        self.cache_write_kernel = kernels[len(ranges)]
+        signatures = wanted + [_prefill_signature(prefill_key)]
+        self._ranges, self._prefill_key = ranges, prefill_key
+        self._pending = rt.kernels_async(signatures) if background else None
+        if not background:
+            self._take(rt.kernels(signatures))
         # kv_cache_write reads the scale from the device (vLLM's _k_scale).
         self.k_scale_t = torch.tensor([self.k_scale], dtype=torch.float32, device=device)
         if fp8_query:
-            self.q_round_kernel = kernels[-1]
             self.q_scale_t = torch.tensor([self.q_scale], dtype=torch.float32, device=device)
             self.q_slots = torch.arange(0, dtype=torch.int32, device=device)
+
+    def _take(self, kernels):
+        _prefill_kernels[self._prefill_key] = kernels.pop()
+        # (largest batch or None, kernel), smallest range first.
+        self._decode_kernels = [(limit, k) for (limit, _), k in zip(self._ranges, kernels)]
+        self._cache_write_kernel = kernels[len(self._ranges)]
+        self._q_round_kernel = kernels[-1] if self.fp8_query else None
+
+    def _fetched(self):
+        """Waits, the first time, for the kernels a background fetch started."""
+        if self._pending is not None:
+            self._take(self._pending.result())
+            self._pending = None
+        return self
+
+    decode_kernels = property(lambda self: self._fetched()._decode_kernels)
+    cache_write_kernel = property(lambda self: self._fetched()._cache_write_kernel)
+    q_round_kernel = property(lambda self: self._fetched()._q_round_kernel)
 
     def new_kv_cache(self, num_blocks, device="cuda"):
         """An empty latent cache [num_blocks, page_size, 576] of this impl's dtype."""
@@ -419,6 +438,7 @@ class MlagenMLAImpl:
         (or [num_blocks, page, 1, 576]), output [>= tokens, heads * 128]: rows
         [0, num_actual_tokens) are written, the rest left alone."""
         n = md.num_actual_tokens
+        self._fetched()  # the prefill's kernel too
         if kv_cache.dim() == 4:
             kv_cache = kv_cache.squeeze(2)
         self.write_latent_cache(kv_c_normed[:n], k_pe[:n], kv_cache, md.slot_mapping)

@@ -1019,6 +1019,27 @@ class Runtime:
         _check(_lib.mlagen_get_kernels(self._handle, texts, len(signatures), jobs, handles))
         return [Kernel(self, ctypes.c_void_p(h), s) for h, s in zip(handles, signatures)]
 
+    def kernels_async(self, signatures, jobs=0):
+        """kernels(signatures, jobs) on a thread of its own: returns at once
+        with a concurrent.futures.Future of the list (or of the error). An
+        engine starts it as it builds its layers and takes the result at the
+        first step, so a cold compile runs while the weights load (the C
+        calls release the GIL)."""
+        import concurrent.futures
+        import threading
+        signatures = list(signatures)
+        future = concurrent.futures.Future()
+
+        def fetch():
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(self.kernels(signatures, jobs))
+            except BaseException as error:  # handed to whoever waits
+                future.set_exception(error)
+        threading.Thread(target=fetch, name="mlagen-kernels", daemon=True).start()
+        return future
+
     def __del__(self):
         if getattr(self, "_handle", None):
             _lib.mlagen_runtime_destroy(self._handle)

@@ -122,6 +122,12 @@ expect_error(lambda: rt.kernels([PREFILL, GQA]), 4, "kernel 0 (", "kernels() nam
 expect_error(lambda: rt.kernels([PREFILL, "prefill qk=1"]), 1, "signature 1: ",
              "kernels() names a signature that does not parse")
 check(rt.kernels([]) == [], "kernels() of nothing is an empty list")
+pending = rt.kernels_async([PREFILL, GQA])
+check(not isinstance(pending, list) and hasattr(pending, "result"),
+      "kernels_async() returns a future at once")
+expect_error(lambda: pending.result(timeout=60), 4, "kernel 0 (",
+             "kernels_async() hands kernels()'s error to whoever waits")
+check(rt.kernels_async([]).result(timeout=60) == [], "kernels_async() of nothing: an empty list")
 try:
     mlagen.Runtime(bundle_paths=[os.path.join(work.name, "missing")])
     check(False, "a bundle path without manifest.json is refused")

@@ -157,7 +157,7 @@ def order(batch, decodes_first, q_len):
 
 
 def run_config(heads, page, decodes_first, seed, kv="auto", spec=0, tile_q=None,
-               fp8_query=False):
+               fp8_query=False, background=False):
     gen = torch.Generator(device="cpu").manual_seed(seed)
     W_UK = torch.randn(heads, be.QK_NOPE_HEAD_DIM, be.KV_LORA_RANK, generator=gen) \
         / math.sqrt(be.KV_LORA_RANK)
@@ -165,7 +165,8 @@ def run_config(heads, page, decodes_first, seed, kv="auto", spec=0, tile_q=None,
         / math.sqrt(be.KV_LORA_RANK)
     impl = be.MlagenMLAImpl(heads, page, W_UK, W_UV, kv_cache_dtype=kv,
                             k_scale=0.05 if kv == "fp8" else 1.0, fp8_query=fp8_query,
-                            q_scale=1 / 32, num_spec_tokens=spec, decode_tile_q=tile_q)
+                            q_scale=1 / 32, num_spec_tokens=spec, decode_tile_q=tile_q,
+                            background=background)
     L = impl.decode_q_len
     max_tokens, max_batch = 2048, 16
     num_blocks = (4096 // page + 64) if page > 1 else 4096
@@ -176,7 +177,8 @@ def run_config(heads, page, decodes_first, seed, kv="auto", spec=0, tile_q=None,
     name = (f"H{heads} page{page} {'decodes-first' if decodes_first else 'prefills-first'}"
             + (" fp8" if kv == "fp8" else "") + (" fp8-q" if fp8_query else "")
             + (f" q_len{L}" if L > 1 else "")
-            + "".join(f" tile_q{t}<={b}" for b, t in (tile_q or [])))
+            + "".join(f" tile_q{t}<={b}" for b, t in (tile_q or []))
+            + (" background fetch" if background else ""))
     results = []
 
     def pinned(md):
@@ -331,7 +333,11 @@ def main():
                (16, 64, False, dict(kv="fp8", spec=1, tile_q=[(4, 16)])),
                (16, 1, True, dict(spec=1, tile_q=[(4, 16)])),
                (16, 64, True, dict(kv="fp8", fp8_query=True, spec=1, tile_q=[(4, 16)])),
-               (128, 1, False, dict(kv="fp8", fp8_query=True))]
+               (128, 1, False, dict(kv="fp8", fp8_query=True)),
+               # kernels fetched on a thread, taken at first use (signatures
+               # no earlier config fetched, so the fetch is cold)
+               (32, 16, False, dict(background=True)),
+               (32, 64, True, dict(kv="fp8", fp8_query=True, spec=1, background=True))]
     for i, (heads, page, first, opts) in enumerate(configs):
         try:
             results += run_config(heads, page, first, seed=100 + i, **opts)
