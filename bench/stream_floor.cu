@@ -224,25 +224,28 @@ int stream_floor_way_elem(int way) { return way >= 0 && way < kNumWays ? kWays[w
 // check that each dynamic launch claimed every page once.
 unsigned stream_floor_expected_counter() { return counted; }
 
-// Streams `batch` requests of 64 pages (table[request * 64 + page]) of a
+// Streams `batch` requests of `pages_per_request` pages (table[request *
+// pages_per_request + page]) of a
 // cache of `elem`-byte elements, `chunks` blocks a request (static ways) or
 // one block an SM (dynamic ways, claiming from *counter, which was zero at
 // stream_floor_new_counter() and is touched only by this entry), on
 // cu_stream. Returns the launch's CUDA error (0: none).
-int stream_floor_launch(int way, void *cache, const int *table, int batch, int chunks, unsigned *counter,
-                        float *sink, void *cu_stream) {
-  if (way < 0 || way >= kNumWays)
+int stream_floor_launch(int way, void *cache, const int *table, int batch, int pages_per_request, int chunks,
+                        unsigned *counter, float *sink, void *cu_stream) {
+  if (way < 0 || way >= kNumWays || pages_per_request < 1 || chunks < 1 || pages_per_request % chunks != 0)
     return cudaErrorInvalidValue;
   const Way &w = kWays[way];
-  int sms = 0;
-  if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0))
+  int device = 0, sms = 0;
+  if (cudaError_t e = cudaGetDevice(&device))
     return e;
-  const int pages = batch * 64, blocks = w.dynamic ? sms : batch * chunks;
+  if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device))
+    return e;
+  const int pages = batch * pages_per_request, blocks = w.dynamic ? sms : batch * chunks;
   CUtensorMap map{};
   if (w.elem == 1 && encode_map(&map, cache, pages) != CUDA_SUCCESS)
     return cudaErrorInvalidValue;
-  const Stream s{static_cast<const char *>(cache), table, 64 * 576 * w.elem, 64, chunks, pages, counter, counted,
-                 sink};
+  const Stream s{static_cast<const char *>(cache), table, 64 * 576 * w.elem, pages_per_request, chunks, pages,
+                 counter, counted, sink};
   w.launch(map, s, blocks, static_cast<cudaStream_t>(cu_stream));
   if (w.dynamic)
     counted += claims(w, pages, blocks);

@@ -1037,7 +1037,9 @@ class Runtime:
                 future.set_result(self.kernels(signatures, jobs))
             except BaseException as error:  # handed to whoever waits
                 future.set_exception(error)
-        threading.Thread(target=fetch, name="mlagen-kernels", daemon=True).start()
+        # Not a daemon: a process that exits mid-compile waits for it rather
+        # than tearing the runtime down under the compiling threads.
+        threading.Thread(target=fetch, name="mlagen-kernels").start()
         return future
 
     def __del__(self):

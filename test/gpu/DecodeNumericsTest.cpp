@@ -162,10 +162,12 @@ StepTimes timeSteps(DeviceBackend &backend, int alone, Step step) {
 }
 
 // With `timedLaunches`, also runs the same step that many more times and
-// prints the host time of one launch.
+// prints the host time of one launch. `groupsUnknown`: the launch is not
+// told how many requests merge in clusters (planGroups -1), so it keeps the
+// kernel's clusters as under graph capture.
 DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
                          const DecodeInputs &in, int numSMs,
-                         int timedLaunches = 0) {
+                         int timedLaunches = 0, bool groupsUnknown = false) {
   const DecodeProblem &p = in.problem;
   const int batch = p.batch();
   DecodePlanner planner;
@@ -210,7 +212,7 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
   // A plan without slots launches no reduce: the decode kernel alone must
   // then write every row (they start as NaN).
   args.planSlots = summary.reduceSlots;
-  args.planGroups = summary.mergeGroups;
+  args.planGroups = groupsUnknown ? -1 : summary.mergeGroups;
   REQUIRE(fixture.runtime->runDecode(kernel, args));
   REQUIRE(backend.synchronize());
   if (timedLaunches > 0) {
@@ -335,9 +337,10 @@ TEST_CASE("generated decode matches the CPU reference", "[gpu]") {
         REQUIRE(fixture.runtime->getKernel(sig, kernel));
         DecodeInputs in = makeInputs(sig, seqLens, 99 + heads + qLen);
         // One SM: nothing is split; eight: 700 keys in two chunks, merged
-        // in a cluster where the kernel can (sm_90a, 16 rows a block); a
-        // thousand: long requests split into many chunks merged by the
-        // reduce.
+        // by the second block of the pair (chunks of at most 1024 keys of
+        // a 16-bit cache; longer ones merge in a cluster where the kernel
+        // can, sm_90a's 16-row blocks); a thousand: long requests split
+        // into many chunks merged by the reduce.
         for (int numSMs : {1, 8, 132, 1000}) {
           INFO("num_sms " << numSMs);
           checkAgainstReference(in, decodeOnGpu(fixture, *kernel, in, numSMs));
@@ -370,14 +373,26 @@ TEST_CASE("a decode step's host time, and the same bits when repeated",
     checkAgainstReference(in, repeated);
     // Planned for one SM, nothing is split: one launch a step.
     checkAgainstReference(in, decodeOnGpu(fixture, *kernel, in, 1, 500));
-    // Two chunks a request: merged in their clusters where the kernel can
-    // (sm_90a, 16 rows a block), else by the second block of each pair;
-    // one launch either way. (32 requests of 1000 keys: four chunks each
-    // at 16 heads, through the reduce; pairs at 128.)
+    // Two chunks a request of 512 keys: merged by the second block of each
+    // pair; one launch. (32 requests of 1000 keys: four chunks each at 16
+    // heads, through the reduce; pairs at 128.) Then the same launched with
+    // the kernel's clusters, as under graph capture, and pairs of chunks of
+    // over 1024 keys, merged in their clusters where the kernel can (sm_90a,
+    // 16 rows a block).
     DecodeInputs pairs =
         makeInputs(sig, std::vector<int>(64, 1000), 11 + heads);
     checkAgainstReference(pairs,
                           decodeOnGpu(fixture, *kernel, pairs, 132, 500));
+    if (heads == 16) { // 128 heads: 64-row blocks, no clusters
+      checkAgainstReference(pairs,
+                            decodeOnGpu(fixture, *kernel, pairs, 132, 0, true));
+      DecodeInputs longPairs =
+          makeInputs(sig, std::vector<int>(64, 2500), 17 + heads);
+      checkAgainstReference(longPairs,
+                            decodeOnGpu(fixture, *kernel, longPairs, 132));
+      checkAgainstReference(
+          longPairs, decodeOnGpu(fixture, *kernel, longPairs, 132, 0, true));
+    }
     // Requests of many chunks: decode + reduce, one graph launch.
     DecodeInputs many = makeInputs(sig, std::vector<int>(4, 8000), 13 + heads);
     DecodeResult graph = decodeOnGpu(fixture, *kernel, many, 132, 500);

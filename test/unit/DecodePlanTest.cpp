@@ -635,6 +635,21 @@ TEST_CASE("requests of two chunks merge in their cluster", "[decode-plan]") {
     CHECK(summary.chunkKeys == 1536);
     CHECK(summary.mergeGroups == 64);
     CHECK(summary.numSlots == 0);
+    // B64 S2500 (the GPU decode test's long pairs): clusters too.
+    checkPlan(planner, 64, std::vector<int32_t>(64, 2500), &summary);
+    CHECK(summary.chunkKeys > 1024);
+    CHECK(summary.mergeGroups == 64);
+  }
+  SECTION("without the grid merge, short pairs stay in clusters") {
+    DecodePlanOptions noGrid = {256, 132};
+    noGrid.gridMerge = false;
+    const DecodePlanner clusters = makePlanner(sig, decodeCode(64, 16, 16, 2), noGrid);
+    CHECK(clusters.clusterMergeAbove() == 0);
+    DecodePlanSummary summary;
+    checkPlan(clusters, 64, std::vector<int32_t>(64, 2048), &summary);
+    CHECK(summary.chunkKeys == 1024);
+    CHECK(summary.mergeGroups == 64);
+    CHECK(summary.numSlots == 0);
   }
   SECTION("an fp8 cache merges pairs of any length in clusters") {
     const DecodePlanner fp8 =

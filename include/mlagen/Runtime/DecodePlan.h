@@ -71,8 +71,10 @@ struct DecodePlanOptions {
   // multiple of the kernel's tileK leaves no tile part-used.
   int invariantChunkKeys = 1024;
   // Merge a request of clusterBlocks chunks inside a cluster where the
-  // kernel can (sm_90a's 16-row kernels); false, or MLAGEN_CLUSTER_MERGE=0
-  // in the environment, sends every split request through the reduce.
+  // kernel can (sm_90a's 16-row kernels; on a 16-bit cache only chunks
+  // longer than clusterMergeAbove()); false, or MLAGEN_CLUSTER_MERGE=0 in
+  // the environment, merges them like any other split request (pairs in
+  // the grid, else the reduce).
   bool clusterMerge = true;
   // Merge a request of two chunks that no cluster merges in the decode
   // grid, by the block that finishes second (decode kernels); false, or
