@@ -161,9 +161,16 @@ Status DecodePlanner::create(const Signature &sig, const CodeObject &code,
       sig.op == OpKind::Decode && code.clusterParts >= 2 &&
       planner.blocksPerChunk_ == 1 && !sig.batchInvariant)
     planner.clusterBlocks_ = 2;
+  // The kernels that merge pairs of an fp8 cache in clusters (sm_90a's
+  // 16-row e4m3 kernels, one block a chunk) carry no grid merge: with
+  // clusters off their pairs go to the reduce (kGridPairs in
+  // templates/kernels/mla_decode.hip).
+  const bool gridPairs = !(sig.kvType == DType::FP8E4M3 &&
+                           code.clusterParts > 1 &&
+                           planner.blocksPerChunk_ == 1);
   planner.gridMerge_ = options.gridMerge &&
                        !disabledByEnvironment("MLAGEN_GRID_MERGE") &&
-                       sig.op == OpKind::Decode;
+                       sig.op == OpKind::Decode && gridPairs;
   if (planner.clusterBlocks_ > 1 && planner.gridMerge_ &&
       sig.kvType != DType::FP8E4M3)
     planner.clusterMergeAbove_ = kGridMergeMaxChunk16;

@@ -120,6 +120,13 @@ constexpr int kGridPair = 1 << 30;
 // A request's q rows split into kRowBlocks blocks (grid y).
 constexpr int kRowBlocks = ceil_div(kRows, kHeadsPerBlock);
 
+// Whether pairs merge in the grid here (merge_pair_if_second). The 16-row
+// e4m3 kernels that merge pairs in clusters leave it out, a sixth of their
+// cold compile: their planner merges every pair in its cluster, and with
+// clusters off leaves pairs to the reduce (DecodePlanner::create,
+// DECODE_CONTRACT.md).
+constexpr bool kGridPairs = !(kCacheFP8 && kClusterParts > 1 && kRowBlocks == 1);
+
 // Row g's q (token g / kNumHeads, head g % kNumHeads) of a request's q.
 MLAGEN_DEVICE const u8 *q_row(const void *q, int g, long long token_stride, long long head_stride) {
   return static_cast<const u8 *>(q) + ((g / kNumHeads) * token_stride + (g % kNumHeads) * head_stride) * kQElemBytes;
@@ -285,6 +292,11 @@ MLAGEN_DEVICE bool load_job(const mlagen_decode_params &p, Job &job) {
     // there. The rows come out NaN. (Kernels that merge nothing in
     // clusters get no such item from their planner; the test would cost
     // the 12-warp fp8 kernel of 32 rows a spill.)
+    job.slot = -1;
+    job.v_scale = __builtin_bit_cast(float, 0x7fc00000u);
+  }
+  if (!kGridPairs && job.pair) { // a plan made for another kernel: NaN rows too
+    job.pair = false;
     job.slot = -1;
     job.v_scale = __builtin_bit_cast(float, 0x7fc00000u);
   }
@@ -502,7 +514,7 @@ template <int kWriters, int kPass, class Sync>
 MLAGEN_DEVICE void merge_pair_if_second(const Job &job, const Output &output, int tid, float *scratch, Sync sync) {
   constexpr int kPositions = kHeadsPerBlock * (kHeadDimV / 4) / kWriters; // a thread's
   static_assert(kWriters >= kHeadsPerBlock && kPositions % kPass == 0, "a row a thread, whole passes");
-  if (!job.pair)
+  if (!kGridPairs || !job.pair)
     return; // uniform: final rows, or a partial for the reduce
   int *const state = reinterpret_cast<int *>(scratch);
   float *const weights = scratch + 4;                   // [row][2]

@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <numeric>
 #include <random>
@@ -161,21 +162,33 @@ StepTimes timeSteps(DeviceBackend &backend, int alone, Step step) {
           micros[micros.size() * 9 / 10]};
 }
 
+// What a test may change of a step's planning: its options (clusters off)
+// and the host plan before it is copied.
+struct PlanEdits {
+  bool clusterMerge = true;
+  std::function<void(const DecodePlanner &, std::vector<int32_t> &)> plan;
+};
+
 // With `timedLaunches`, also runs the same step that many more times and
 // prints the host time of one launch. `groupsUnknown`: the launch is not
 // told how many requests merge in clusters (planGroups -1), so it keeps the
 // kernel's clusters as under graph capture.
 DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
                          const DecodeInputs &in, int numSMs,
-                         int timedLaunches = 0, bool groupsUnknown = false) {
+                         int timedLaunches = 0, bool groupsUnknown = false,
+                         const PlanEdits &edits = {}) {
   const DecodeProblem &p = in.problem;
   const int batch = p.batch();
   DecodePlanner planner;
-  REQUIRE(DecodePlanner::create(kernel, {batch, numSMs, 1 << 20}, planner));
+  DecodePlanOptions options = {batch, numSMs, 1 << 20};
+  options.clusterMerge = edits.clusterMerge;
+  REQUIRE(DecodePlanner::create(kernel, options, planner));
   const DecodeBufferSizes &sizes = planner.sizes();
   std::vector<int32_t> hostPlan;
   DecodePlanSummary summary;
   REQUIRE(planner.plan(p.seqLens, hostPlan, &summary));
+  if (edits.plan)
+    edits.plan(planner, hostPlan);
   INFO("plan: " << summary.numWork << " work items, " << summary.numSlots
                 << " slots (" << summary.reduceSlots
                 << " for the reduce), chunks of " << summary.chunkKeys
@@ -440,11 +453,71 @@ TEST_CASE("generated decode reads an fp8 e4m3 cache", "[gpu]") {
         const Kernel *kernel = nullptr;
         REQUIRE(fixture.runtime->getKernel(sig, kernel));
         DecodeInputs in = makeInputs(sig, seqLens, 7 + heads + qLen);
+        const bool e4m3Bound = fixture.arch == Arch::SM90A && heads * qLen <= 16;
         for (int numSMs : {1, 132})
-          checkAgainstReference(in, decodeOnGpu(fixture, *kernel, in, numSMs),
-                                fixture.arch == Arch::SM90A &&
-                                    heads * qLen <= 16);
+          checkAgainstReference(in, decodeOnGpu(fixture, *kernel, in, numSMs), e4m3Bound);
+        // Clusters off: sm_90a's 16-row kernels, which merge an fp8 cache's
+        // pairs in clusters and have no grid merge, leave them to the
+        // reduce (8 SMs: 700 keys in two chunks).
+        PlanEdits noClusters;
+        noClusters.clusterMerge = false;
+        checkAgainstReference(in, decodeOnGpu(fixture, *kernel, in, 8, 0, false, noClusters), e4m3Bound);
       }
+}
+
+TEST_CASE("a kernel without the grid merge writes NaN for a grid pair",
+          "[gpu]") {
+  Fixture fixture;
+  if (!openGpu(fixture)) {
+    SUCCEED("no GPU");
+    return;
+  }
+  if (fixture.arch != Arch::SM90A) {
+    SUCCEED("only sm_90a's 16-row e4m3 kernels leave the grid merge out");
+    return;
+  }
+  Signature sig = Signature::decode();
+  sig.kvType = DType::FP8E4M3;
+  sig.arch = fixture.arch;
+  const Kernel *kernel = nullptr;
+  REQUIRE(fixture.runtime->getKernel(sig, kernel));
+  REQUIRE(kernel->codeObject().clusterParts == 2);
+  // Two requests of two chunks each on 4 SMs, both for the reduce (clusters
+  // off); then the first request of two chunks marked as a grid pair, as a
+  // plan made for another kernel would: its rows come out NaN, the other's
+  // stay finite.
+  DecodeInputs in = makeInputs(sig, {700, 700}, 23);
+  int marked = -1;
+  PlanEdits edits;
+  edits.clusterMerge = false;
+  edits.plan = [&marked](const DecodePlanner &planner, std::vector<int32_t> &plan) {
+    const DecodeBufferSizes &sizes = planner.sizes();
+    for (int b = 0; b < 2 && marked < 0; ++b)
+      if (plan[sizes.mergeOffset + 2 * b + 1] == 2)
+        marked = b;
+    REQUIRE(marked >= 0);
+    plan[sizes.mergeOffset + 2 * marked + 1] = -2;
+    for (int i = 0; i < plan[0]; ++i) {
+      int32_t *item = plan.data() + sizes.workOffset + 4 * i;
+      if (item[0] == marked)
+        item[3] += 1 << 30;
+    }
+  };
+  DecodeResult result = decodeOnGpu(fixture, *kernel, in, 4, 0, false, edits);
+  const DecodeProblem &p = in.problem;
+  const size_t rowElems = size_t(p.qLen) * p.numHeads * p.headDimV;
+  int nanMarked = 0, nanOther = 0;
+  for (size_t i = 0; i < 2 * rowElems; ++i) {
+    const bool nan = (result.out[i] & 0x7fff) > 0x7f80;
+    ((i < rowElems) == (marked == 0) ? nanMarked : nanOther) += nan;
+  }
+  CHECK(nanMarked == int(rowElems)); // the marked request
+  CHECK(nanOther == 0);
+  // Its LSEs were written as final rows' (they start NaN): the kernel saw
+  // the pair and wrote NaN rows, rather than partials no one merges.
+  const size_t lseRow = size_t(p.qLen) * p.numHeads;
+  for (size_t i = 0; i < lseRow; ++i)
+    CHECK(std::isfinite(result.lse[marked * lseRow + i]));
 }
 
 TEST_CASE("batch-invariant decode gives a request the same bits in any batch",

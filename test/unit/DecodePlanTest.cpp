@@ -164,8 +164,8 @@ std::vector<Item> checkPlan(const DecodePlanner &planner, int alignment,
       slots += numSlots;
       // The grid merges pairs where the planner may (decode); the reduce
       // the rest.
-      const bool grid = sizes.arrivalInts > 0 &&
-                        planner.options().gridMerge && numSlots == 2;
+      const bool grid = sizes.arrivalInts > 0 && planner.gridMerge() &&
+                        numSlots == 2;
       CHECK((signedSlots < 0) == grid);
       CHECK((signedSlots > 0 || signedSlots == -2));
       if (signedSlots > 0)
@@ -542,19 +542,21 @@ TEST_CASE("bindPlan points the arguments into one device plan",
   CHECK(args.partialLse == &partialLse);
 }
 
+// Each request's merge count in the plan (plan[mergeOffset + 2 b + 1]):
+// -2 a pair merged in the grid, >= 2 the reduce's slots, 0 none.
+static std::vector<int32_t> countsOf(const DecodePlanner &planner, const std::vector<int32_t> &lens) {
+  std::vector<int32_t> plan;
+  REQUIRE(planner.plan(lens, plan));
+  std::vector<int32_t> counts;
+  for (size_t b = 0; b < lens.size(); ++b)
+    counts.push_back(plan[planner.sizes().mergeOffset + 2 * b + 1]);
+  return counts;
+}
+
 TEST_CASE("requests of two chunks merge in the decode grid",
           "[decode-plan]") {
   const Signature sig = decodeSignature(128);
   const CodeObject code = decodeCode(64, 64, 128); // two row blocks a chunk
-  auto countsOf = [](const DecodePlanner &planner,
-                     const std::vector<int32_t> &lens) {
-    std::vector<int32_t> plan;
-    REQUIRE(planner.plan(lens, plan));
-    std::vector<int32_t> counts;
-    for (size_t b = 0; b < lens.size(); ++b)
-      counts.push_back(plan[planner.sizes().mergeOffset + 2 * b + 1]);
-    return counts;
-  };
   // 132 SMs, two blocks a chunk: B32 S4096 splits each request in two, B16
   // in four; one request of 65536 keys among short ones splits in many.
   const DecodePlanner planner = makePlanner(sig, code, {64, 132});
@@ -659,6 +661,39 @@ TEST_CASE("requests of two chunks merge in their cluster", "[decode-plan]") {
     checkPlan(fp8, 64, std::vector<int32_t>(64, 1024), &summary);
     CHECK(summary.chunkKeys == 512);
     CHECK(summary.mergeGroups == 64);
+  }
+  SECTION("an fp8 cache's kernel with clusters off: pairs to the reduce") {
+    // Its kernel carries no grid merge (kGridPairs in mla_decode.hip).
+    const Signature fp8Sig = decodeSignature(16, 1, false, true);
+    DecodePlanOptions off = {256, 132};
+    off.clusterMerge = false;
+    const DecodePlanner fp8 = makePlanner(fp8Sig, decodeCode(64, 16, 16, 2), off);
+    CHECK(fp8.sizes().clusterBlocks == 1);
+    CHECK_FALSE(fp8.gridMerge());
+    DecodePlanSummary summary;
+    checkPlan(fp8, 64, std::vector<int32_t>(64, 4096), &summary);
+    CHECK(summary.numSlots == 128);
+    CHECK(summary.reduceSlots == 128);
+    for (int32_t count : countsOf(fp8, std::vector<int32_t>(64, 4096)))
+      CHECK(count == 2);
+    // The GPU decode test's step: two requests of 700 keys on 4 SMs.
+    DecodePlanOptions four = {2, 4};
+    four.clusterMerge = false;
+    const std::vector<int32_t> twoPairs =
+        countsOf(makePlanner(fp8Sig, decodeCode(64, 16, 16, 2), four), {700, 700});
+    CHECK(twoPairs == std::vector<int32_t>{2, 2});
+    // With clusters on, every pair in its cluster and still none in the grid.
+    const DecodePlanner clustered = makePlanner(fp8Sig, decodeCode(64, 16, 16, 2), {256, 132});
+    CHECK_FALSE(clustered.gridMerge());
+    checkPlan(clustered, 64, std::vector<int32_t>(64, 4096), &summary);
+    CHECK(summary.mergeGroups == 64);
+    CHECK(summary.numSlots == 0);
+    // Two row blocks a chunk (no cluster) or no cluster merge in the kernel:
+    // the grid merges their pairs.
+    CHECK(makePlanner(decodeSignature(16, 2, false, true), decodeCode(64, 16, 16, 2), {256, 132}).gridMerge());
+    CHECK(makePlanner(fp8Sig, decodeCode(64, 16, 16, 1), off).gridMerge());
+    // A 16-bit cache's kernel keeps its grid merge with clusters off.
+    CHECK(makePlanner(sig, decodeCode(64, 16, 16, 2), off).gridMerge());
   }
   SECTION("a mixed batch: groups on whole clusters, others through slots") {
     std::vector<int32_t> lens(40, 4096);

@@ -128,6 +128,10 @@ public:
   // A request of one cluster's chunks merges in its cluster only when the
   // step's chunks are longer than this many keys (else in the grid).
   int64_t clusterMergeAbove() const { return clusterMergeAbove_; }
+  // Whether pairs no cluster merges merge in the grid: the option, unless
+  // the environment or the kernel leaves them to the reduce (the 16-row
+  // e4m3 kernels that merge pairs in clusters carry no grid merge).
+  bool gridMerge() const { return gridMerge_; }
 
   // Plans one step of `batch` requests (0 <= batch <= maxBatch) with
   // seqLens[b] keys each (host memory) into `plan` (host, planInts int32).
