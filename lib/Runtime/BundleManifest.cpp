@@ -126,7 +126,7 @@ Status decodeKernel(const json &entry, size_t index, BundleKernelRecord &out) {
             read.integer("tile_q", 1, 1024, tileQ) &&
             read.integer("tile_k", 0, 1024, tileK) &&
             read.integer("padded_heads", 0, 65535, paddedHeads) &&
-            read.optionalInteger("cluster_parts", 1, 8, 1, clusterParts) &&
+            read.integer("cluster_parts", 1, 8, clusterParts) &&
             read.optionalInteger("blocks_per_sm", 0, 32, 0, blocksPerSM) &&
             read.string("cache_key", code.cacheKey) &&
             read.string("generator", code.generatorIdentity) &&

@@ -41,7 +41,10 @@ namespace mlagen {
 // leave those rows unwritten.
 // 5: a pair's work items carry their slot + 2^30; a format-4 kernel would
 // write those partials out of bounds.
-inline constexpr int kBundleFormatVersion = 5;
+// 6: the 16-row e4m3 decode kernels that merge pairs in clusters carry no
+// grid merge (kGridPairs), and cluster_parts is required: a runtime that
+// planned grid pairs for them would get NaN rows with clusters off.
+inline constexpr int kBundleFormatVersion = 6;
 
 struct BundleKernelRecord {
   Signature signature;

@@ -18,7 +18,7 @@
 
 // BUILD: wrote {{.*}}manifest.json
 
-// MANIFEST: "format": 5
+// MANIFEST: "format": 6
 // MANIFEST: "compiler": "nvrtc
 // MANIFEST: "generator": "mlagen-mlir pipeline=
 // MANIFEST: "xxh3_128": "{{([0-9a-f]{32})}}"

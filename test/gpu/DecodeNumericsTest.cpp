@@ -482,11 +482,11 @@ TEST_CASE("a kernel without the grid merge writes NaN for a grid pair",
   const Kernel *kernel = nullptr;
   REQUIRE(fixture.runtime->getKernel(sig, kernel));
   REQUIRE(kernel->codeObject().clusterParts == 2);
-  // Two requests of two chunks each on 4 SMs, both for the reduce (clusters
-  // off); then the first request of two chunks marked as a grid pair, as a
-  // plan made for another kernel would: its rows come out NaN, the other's
-  // stay finite.
-  DecodeInputs in = makeInputs(sig, {700, 700}, 23);
+  // Two requests of two chunks each on 4 SMs (500 keys: two chunks with
+  // one or two blocks an SM), both for the reduce (clusters off); then the
+  // first request of two chunks marked as a grid pair, as a plan made for
+  // another kernel would: its rows come out NaN, the other's stay finite.
+  DecodeInputs in = makeInputs(sig, {500, 500}, 23);
   int marked = -1;
   PlanEdits edits;
   edits.clusterMerge = false;

@@ -167,8 +167,8 @@ TEST_CASE("a bundle records what loading it needs", "[bundle]") {
         readBytes(dir.path() + "/manifest.json"));
 }
 
-TEST_CASE("a manifest records cluster_parts and blocks_per_sm, 1 and 0 "
-          "where an older one lacks them",
+TEST_CASE("a manifest records cluster_parts (required) and blocks_per_sm "
+          "(0 where absent)",
           "[bundle]") {
   BundleManifest manifest;
   manifest.producer = bundleProducer();
@@ -207,16 +207,19 @@ TEST_CASE("a manifest records cluster_parts and blocks_per_sm, 1 and 0 "
   CHECK(decoded.kernels[0].code.blocksPerSM == 3);
   CHECK(encodeBundleManifest(decoded) == text);
 
-  // Written before the keys existed: no kernel merged in a cluster, and
-  // none stated its blocks an SM.
+  // Without blocks_per_sm: none stated. Without cluster_parts: refused,
+  // since the planner's choice between cluster, grid and reduce merges
+  // follows it (format 6).
   nlohmann::json old = nlohmann::json::parse(text);
-  old["kernels"][0].erase("cluster_parts");
   old["kernels"][0].erase("blocks_per_sm");
   decoded = {};
   REQUIRE(decodeBundleManifest(old.dump(), decoded));
   REQUIRE(decoded.kernels.size() == 1);
-  CHECK(decoded.kernels[0].code.clusterParts == 1);
   CHECK(decoded.kernels[0].code.blocksPerSM == 0);
+  old["kernels"][0].erase("cluster_parts");
+  Status missing = decodeBundleManifest(old.dump(), decoded);
+  CHECK(missing.code() == StatusCode::InvalidArgument);
+  CHECK_THAT(missing.message(), Catch::Contains("cluster_parts"));
   for (nlohmann::json bad : {nlohmann::json(-1), nlohmann::json(33)}) {
     nlohmann::json edited = nlohmann::json::parse(text);
     edited["kernels"][0]["blocks_per_sm"] = bad;

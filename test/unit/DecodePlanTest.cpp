@@ -676,12 +676,15 @@ TEST_CASE("requests of two chunks merge in their cluster", "[decode-plan]") {
     CHECK(summary.reduceSlots == 128);
     for (int32_t count : countsOf(fp8, std::vector<int32_t>(64, 4096)))
       CHECK(count == 2);
-    // The GPU decode test's step: two requests of 700 keys on 4 SMs.
+    // The GPU decode test's step: two requests of 500 keys on 4 SMs, two
+    // chunks each with one block an SM or two.
     DecodePlanOptions four = {2, 4};
     four.clusterMerge = false;
-    const std::vector<int32_t> twoPairs =
-        countsOf(makePlanner(fp8Sig, decodeCode(64, 16, 16, 2), four), {700, 700});
-    CHECK(twoPairs == std::vector<int32_t>{2, 2});
+    for (int64_t shared : {0, 100000}) {
+      CodeObject code = decodeCode(64, 16, 16, 2);
+      code.sharedBytes = shared; // 0: one block an SM; 100000: two
+      CHECK(countsOf(makePlanner(fp8Sig, code, four), {500, 500}) == std::vector<int32_t>{2, 2});
+    }
     // With clusters on, every pair in its cluster and still none in the grid.
     const DecodePlanner clustered = makePlanner(fp8Sig, decodeCode(64, 16, 16, 2), {256, 132});
     CHECK_FALSE(clustered.gridMerge());

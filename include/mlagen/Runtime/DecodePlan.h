@@ -6,7 +6,9 @@
 // merged in the decode grid: inside a thread-block cluster through
 // distributed shared memory on kernels that can (CodeObject::clusterParts),
 // else by whichever of its two blocks finishes second, through global
-// memory; one of more chunks by a second kernel, the reduce. A step with no
+// memory (not on the 16-row e4m3 kernels that merge pairs in clusters:
+// gridMerge()); one of more chunks, and those pairs, by a second kernel,
+// the reduce. A step with no
 // request of more than two chunks is one launch. The
 // planner runs on the host before each step, on the sequence lengths the
 // engine holds there already (vLLM's seq_lens_cpu). It allocates nothing on
@@ -74,10 +76,11 @@ struct DecodePlanOptions {
   // kernel can (sm_90a's 16-row kernels; on a 16-bit cache only chunks
   // longer than clusterMergeAbove()); false, or MLAGEN_CLUSTER_MERGE=0 in
   // the environment, merges them like any other split request (pairs in
-  // the grid, else the reduce).
+  // the grid where the kernel can, gridMerge(); else the reduce).
   bool clusterMerge = true;
   // Merge a request of two chunks that no cluster merges in the decode
-  // grid, by the block that finishes second (decode kernels); false, or
+  // grid, by the block that finishes second (MLA decode kernels but the
+  // 16-row e4m3 ones that merge pairs in clusters); false, or
   // MLAGEN_GRID_MERGE=0 in the environment, leaves them to the reduce.
   bool gridMerge = true;
 };
@@ -129,8 +132,9 @@ public:
   // step's chunks are longer than this many keys (else in the grid).
   int64_t clusterMergeAbove() const { return clusterMergeAbove_; }
   // Whether pairs no cluster merges merge in the grid: the option, unless
-  // the environment or the kernel leaves them to the reduce (the 16-row
-  // e4m3 kernels that merge pairs in clusters carry no grid merge).
+  // the environment or the kernel leaves them to the reduce (paged_decode
+  // kernels, and the 16-row e4m3 kernels that merge pairs in clusters,
+  // carry no grid merge).
   bool gridMerge() const { return gridMerge_; }
 
   // Plans one step of `batch` requests (0 <= batch <= maxBatch) with
