@@ -171,8 +171,9 @@ Status DecodePlanner::create(const Signature &sig, const CodeObject &code,
   planner.gridMerge_ = options.gridMerge &&
                        !disabledByEnvironment("MLAGEN_GRID_MERGE") &&
                        sig.op == OpKind::Decode && gridPairs;
-  if (planner.clusterBlocks_ > 1 && planner.gridMerge_ &&
-      sig.kvType != DType::FP8E4M3)
+  // Short pairs go to the grid where it merges them (16-bit caches: an fp8
+  // cache's cluster kernels have no grid merge, so gridMerge_ is false).
+  if (planner.clusterBlocks_ > 1 && planner.gridMerge_)
     planner.clusterMergeAbove_ = kGridMergeMaxChunk16;
 
   const int64_t maxBatch = options.maxBatch, sms = planner.waveBlocks_;
