@@ -27,7 +27,7 @@ public:
   // Name and version, e.g. "nvrtc 13.0" or "clang Debian clang version 22...".
   virtual std::string identity() const = 0;
   // The options that decide the code object, e.g. "--gpu-architecture=sm_90a
-  // -std=c++17 -default-device".
+  // -std=c++17 -default-device --split-compile=2".
   virtual std::string flags(Arch arch) const = 0;
   // Ok if this compiler can target `arch`, else Unsupported saying why.
   virtual Status checkTarget(Arch arch) const = 0;

@@ -16,6 +16,7 @@
 #include "DriverAPI.h"
 #include "DynamicLibrary.h"
 
+#include <cstdlib>
 #include <vector>
 
 namespace mlagen {
@@ -26,7 +27,8 @@ public:
   NvrtcCompiler(const nvrtc::API &api, int major, int minor,
                 std::string portableTarget)
       : api_(api), version_(std::to_string(major) + "." + std::to_string(minor)),
-        portableTarget_(std::move(portableTarget)) {}
+        portableTarget_(std::move(portableTarget)),
+        splitThreads_(splitThreadsFromEnvironment()) {}
 
   std::string identity() const override { return "nvrtc " + version_; }
 
@@ -87,8 +89,21 @@ private:
   }
 
   std::vector<std::string> options(Arch arch) const {
-    return {"--gpu-architecture=" + target(arch), "-std=c++17",
-            "-default-device"};
+    std::vector<std::string> list = {"--gpu-architecture=" + target(arch),
+                                     "-std=c++17", "-default-device"};
+    if (splitThreads_ > 1)
+      list.push_back("--split-compile=" + std::to_string(splitThreads_));
+    return list;
+  }
+
+  // MLAGEN_NVRTC_SPLIT_COMPILE: 1..64 threads; anything else keeps 2.
+  static int splitThreadsFromEnvironment() {
+    const char *text = std::getenv("MLAGEN_NVRTC_SPLIT_COMPILE");
+    if (!text || !*text)
+      return 2;
+    char *end = nullptr;
+    const long threads = std::strtol(text, &end, 10);
+    return *end == '\0' && threads >= 1 && threads <= 64 ? static_cast<int>(threads) : 2;
   }
 
   std::string programLog(nvrtc::Program program) const {
@@ -115,6 +130,7 @@ private:
   nvrtc::API api_;
   std::string version_;
   std::string portableTarget_; // what sm_80 kernels are compiled for
+  int splitThreads_;           // NVRTC's --split-compile (1: off)
 };
 
 } // namespace

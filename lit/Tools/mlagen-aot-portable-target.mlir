@@ -12,8 +12,8 @@
 // PROGRESS: building 2 kernels
 // PROGRESS: wrote {{.*}}manifest.json
 
-// MANIFEST: "compiler_flags": "--gpu-architecture=sm_100 -std=c++17 -default-device"
-// MANIFEST: "compiler_flags": "--gpu-architecture=sm_100 -std=c++17 -default-device"
+// MANIFEST: "compiler_flags": "--gpu-architecture=sm_100 -std=c++17 -default-device --split-compile=2"
+// MANIFEST: "compiler_flags": "--gpu-architecture=sm_100 -std=c++17 -default-device --split-compile=2"
 
 // BAD: mlagen: error: InvalidArgument: portableNvidiaTarget 'gfx942' is not an NVIDIA target from sm_80 on, such as sm_100
 // OLD: mlagen: error: InvalidArgument: portableNvidiaTarget 'sm_75' is not an NVIDIA target from sm_80 on, such as sm_100

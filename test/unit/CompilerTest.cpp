@@ -57,7 +57,7 @@ TEST_CASE("NVRTC compiles cubins for sm_80 and sm_90a", "[compiler]") {
   for (Arch arch : {Arch::SM80, Arch::SM90A}) {
     CHECK(nvrtc->flags(arch) == std::string("--gpu-architecture=") +
                                     archName(arch) +
-                                    " -std=c++17 -default-device");
+                                    " -std=c++17 -default-device --split-compile=2");
     std::string cubin;
     REQUIRE(nvrtc->compile(trivialKernel(), arch, cubin));
     CHECK(isELF(cubin));
@@ -76,6 +76,37 @@ TEST_CASE("NVRTC compiles cubins for sm_80 and sm_90a", "[compiler]") {
   CHECK_THAT(amd.message(), Catch::Contains("gfx942"));
 }
 
+TEST_CASE("MLAGEN_NVRTC_SPLIT_COMPILE sets NVRTC's threads, 1 turns them off",
+          "[compiler]") {
+  struct Case {
+    const char *value;
+    const char *suffix;
+  };
+  for (Case c : {Case{"1", ""}, Case{"4", " --split-compile=4"},
+                 Case{"0", " --split-compile=2"},
+                 Case{"three", " --split-compile=2"},
+                 Case{"65", " --split-compile=2"}}) {
+    CAPTURE(c.value);
+    ::setenv("MLAGEN_NVRTC_SPLIT_COMPILE", c.value, 1);
+    std::unique_ptr<DeviceCompiler> nvrtc;
+    Status status = loadNvrtcCompiler(nvrtc);
+    ::unsetenv("MLAGEN_NVRTC_SPLIT_COMPILE");
+    if (!status) {
+      WARN("skipped: NVRTC not found (" << status.message() << ")");
+      SUCCEED("NVRTC not installed");
+      return;
+    }
+    CHECK(nvrtc->flags(Arch::SM90A) ==
+          std::string("--gpu-architecture=sm_90a -std=c++17 -default-device") +
+              c.suffix);
+    if (std::string(c.value) == "4") {
+      std::string cubin;
+      REQUIRE(nvrtc->compile(trivialKernel(), Arch::SM90A, cubin));
+      CHECK(isELF(cubin));
+    }
+  }
+}
+
 TEST_CASE("NVRTC compiles the portable sm_80 kernels for a later device's "
           "own target",
           "[compiler]") {
@@ -88,9 +119,11 @@ TEST_CASE("NVRTC compiles the portable sm_80 kernels for a later device's "
       return;
     }
     CHECK(nvrtc->flags(Arch::SM80) ==
-          "--gpu-architecture=" + target + " -std=c++17 -default-device");
+          "--gpu-architecture=" + target +
+              " -std=c++17 -default-device --split-compile=2");
     CHECK(nvrtc->flags(Arch::SM90A) ==
-          "--gpu-architecture=sm_90a -std=c++17 -default-device");
+          "--gpu-architecture=sm_90a -std=c++17 -default-device "
+          "--split-compile=2");
     std::string cubin;
     REQUIRE(nvrtc->compile(trivialKernel(), Arch::SM80, cubin));
     CHECK(isELF(cubin));
