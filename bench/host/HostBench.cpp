@@ -1,6 +1,6 @@
 //===- HostBench.cpp - host-side costs of the runtime (issue 4) ----------===//
 //
-//   mlagen-host-bench [--variant=SIGNATURE ...]
+//   mlagen-host-bench [--variant=SIGNATURE ...] [--rounds=N]
 //
 // Prints, for one prefill variant: a cold JIT compile (generate + NVRTC), a
 // warm load from the disk cache by a new Runtime (read + checksum; plus the
@@ -8,7 +8,8 @@
 // memory hit; compile-only machines time compile() instead, which also
 // copies the code object). Then a cold JIT of each variant the issue's decode
 // shapes run (or of each --variant given), since one prefill's compile says
-// little about a decode kernel several times its size. Where a GPU exists,
+// little about a decode kernel several times its size; --rounds=N repeats
+// those N times and prints each variant's median. Where a GPU exists,
 // last the same set cold through one getKernels call (side by side), which
 // is what an engine's start-up waits for.
 //
@@ -62,23 +63,40 @@ static std::vector<std::string> decodeVariants(const std::string &arch) {
   return out;
 }
 
-// A cold compile of each variant into a cache directory of its own; adds
-// their times to `total`.
+// A cold compile of each variant into a cache directory of its own, `rounds`
+// times over the set (a host's compile times move by 20% and more from run
+// to run, so one round says little about a 10% change); adds the variants'
+// median times to `total`.
 static int coldCompiles(const std::vector<Signature> &variants,
-                        const std::string &dir, double &total) {
-  for (const Signature &sig : variants) {
-    std::unique_ptr<Runtime> fresh;
-    if (Status s = makeRuntime(dir, BackendKind::None, fresh); !s)
-      return fail(s);
-    CodeObject code;
-    auto start = Clock::now();
-    if (Status s = fresh->compile(sig, code); !s)
-      return fail(s);
-    total += seconds(start);
-    std::printf("cold JIT compile: %8.1f ms  %7zu bytes  %s\n",
-                seconds(start) * 1e3, code.binary.size(),
-                sig.canonical().c_str());
-    std::filesystem::remove_all(dir);
+                        const std::string &dir, int rounds, double &total) {
+  std::vector<std::vector<double>> times(variants.size());
+  for (int round = 1; round <= rounds; ++round)
+    for (size_t i = 0; i < variants.size(); ++i) {
+      std::unique_ptr<Runtime> fresh;
+      if (Status s = makeRuntime(dir, BackendKind::None, fresh); !s)
+        return fail(s);
+      CodeObject code;
+      auto start = Clock::now();
+      if (Status s = fresh->compile(variants[i], code); !s)
+        return fail(s);
+      times[i].push_back(seconds(start));
+      std::printf("cold JIT compile%s: %8.1f ms  %7zu bytes  %s\n",
+                  rounds > 1 ? (" (round " + std::to_string(round) + ")").c_str()
+                             : "",
+                  times[i].back() * 1e3, code.binary.size(),
+                  variants[i].canonical().c_str());
+      std::filesystem::remove_all(dir);
+    }
+  for (size_t i = 0; i < variants.size(); ++i) {
+    std::vector<double> &t = times[i];
+    std::sort(t.begin(), t.end());
+    const double median = t.size() % 2 ? t[t.size() / 2]
+                                       : (t[t.size() / 2 - 1] + t[t.size() / 2]) / 2;
+    total += median;
+    if (rounds > 1)
+      std::printf("cold JIT compile, median of %d: %8.1f ms (%.1f-%.1f)  %s\n",
+                  rounds, median * 1e3, t.front() * 1e3, t.back() * 1e3,
+                  variants[i].canonical().c_str());
   }
   return 0;
 }
@@ -122,14 +140,23 @@ int main(int argc, char **argv) {
   // time a hit of an earlier process's. Set before NVRTC's first call.
   ::setenv("CUDA_CACHE_DISABLE", "1", /*overwrite=*/1);
   std::vector<std::string> texts;
+  int rounds = 1;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg.rfind("--variant=", 0) != 0) {
-      std::fprintf(stderr,
-                   "usage: mlagen-host-bench [--variant=SIGNATURE ...]\n");
+    if (arg.rfind("--variant=", 0) == 0) {
+      texts.push_back(arg.substr(10));
+      continue;
+    }
+    char *end = nullptr;
+    const long n = arg.rfind("--rounds=", 0) == 0
+                       ? std::strtol(arg.c_str() + 9, &end, 10)
+                       : 0;
+    if (n < 1 || n > 100 || *end != '\0') {
+      std::fprintf(stderr, "usage: mlagen-host-bench [--variant=SIGNATURE ...] "
+                           "[--rounds=1..100]\n");
       return 2;
     }
-    texts.push_back(arg.substr(10));
+    rounds = static_cast<int>(n);
   }
   std::vector<Signature> variants;
   if (Status s = parseAll(texts, variants); !s)
@@ -191,7 +218,7 @@ int main(int argc, char **argv) {
     if (Status s = parseAll(decodeVariants(archName(sig.arch)), variants); !s)
       return fail(s);
   double serial = 0;
-  if (int rc = coldCompiles(variants, dir + "-cold", serial))
+  if (int rc = coldCompiles(variants, dir + "-cold", rounds, serial))
     return rc;
   // The set fetched at once times kernels this device runs (--variant may
   // name another arch: compiled above, not loadable here).

@@ -1,7 +1,7 @@
 # fp8 decode with bf16 q against fp8 q (e4m3 operands), next to bf16, H16
 # memory-bound shapes and 128 heads. SHAPES: BATCHxHEADS or BATCHxHEADSxQ_LEN;
 # TILE_Q pins the q rows a block of every kernel (where it is below the
-# compiler's choice).
+# compiler's choice); MODES picks some of bf16, f8 (fp8 cache) and f8q.
 import os, sys, torch
 sys.path.insert(0, "bench")
 from bench_decode import mlagen_decode, bench
@@ -17,6 +17,8 @@ for batch, heads, *rest in shapes:
     modes = (("bf16", False, False), ("f8", True, False), ("f8q", True, True))
     if os.environ.get("ONLY_F8Q"):
         modes = modes[2:]
+    if os.environ.get("MODES"):  # e.g. MODES=bf16,f8
+        modes = tuple(m for m in modes if m[0] in os.environ["MODES"].split(","))
     for name, fp8, fp8_q in modes:
         t[name] = bench(mlagen_decode(rt, "sm_90a", batch, heads, 4096, fp8, fp8_q, q_len=q_len,
                                       tile_q=int(os.environ.get("TILE_Q", 0)))) * 1e3
