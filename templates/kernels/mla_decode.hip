@@ -99,7 +99,7 @@ MLAGEN_DEVICE bool is_real_row(int g) { return g < kRows && (kNumQHeads == kNumH
 // tiling pass gives it 64-key tiles, two or more stages and a producer
 // warpgroup beside one consumer warpgroup (16 or 32 q rows, 8 warps) or two
 // (12 warps: 64 rows of a 16-bit cache, as O^T of 64 rows is too large for
-// one warpgroup's registers; or an fp8 cache multiplied as e4m3, 16 and 32
+// one warpgroup's registers; or an fp8 cache multiplied as e4m3, 16, 32 or 64
 // rows of fp8 q or 16 of bf16 q, the consumers taking tiles in turn).
 // DecodeSupport.cpp's
 // isWarpgroupDecode mirrors this rule; any other tiling selects mma.sync
@@ -108,7 +108,7 @@ MLAGEN_DEVICE bool is_real_row(int g) { return g < kRows && (kNumQHeads == kNumH
 constexpr bool kWarpgroupDecode = kTileK == 64 && kStages >= 2 &&
                                   ((kHeadsPerBlock <= 32 && kNumWarps == 8) ||
                                    (kHeadsPerBlock == 64 && kNumWarps == 12) ||
-                                   (kNumWarps == 12 && kCacheFP8 && (kQueryFP8 ? kHeadsPerBlock <= 32 : kHeadsPerBlock == 16)));
+                                   (kNumWarps == 12 && kCacheFP8 && (kQueryFP8 ? kHeadsPerBlock <= 64 : kHeadsPerBlock == 16)));
 #else
 constexpr bool kWarpgroupDecode = false;
 #endif
@@ -680,6 +680,8 @@ namespace warpgroup_mma {
 @@MLAGEN_PART_WARPGROUP_CONSUME_FP8@@
 
 @@MLAGEN_PART_WARPGROUP_CONSUME_ROWS@@
+
+@@MLAGEN_PART_WARPGROUP_SEESAW_FP8@@
 
 @@MLAGEN_PART_WARPGROUP_ATTEND@@
 

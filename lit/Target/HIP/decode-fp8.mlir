@@ -51,7 +51,7 @@ mla.decode @fp8_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1
 // ROWS64-NEXT: constexpr int kSharedBytes = 232120;
 // ROWS64-NEXT: constexpr int kHeadsPerBlock = 64;
 // ROWS64-NEXT: constexpr int kClusterParts = 1;
-// ROWS64:      constexpr bool kFP8Operands = kCacheFP8 && kRowsN != 64 && (kQueryFP8 || kNumWarps == 12);
+// ROWS64:      constexpr bool kFP8Operands = kCacheFP8 && (kRowsN != 64 || kQueryFP8) && (kQueryFP8 || kNumWarps == 12);
 // A whole tile's raw halves come by TMA on their raw barrier.
 // ROWS64:      sm90::mbarrier_arrive_expect_tx(bar, raw_boxes(half) * kSlabBytes);
 // ROWS64:      produce_fp8_halves(job, cache, q, q_token_stride, q_head_stride, kv_map, lay, num_tiles, ptid);
@@ -81,3 +81,17 @@ mla.decode @fp8_tp8 qk_head_dim = 576, v_head_dim = 512, q_heads = 16, q_len = 1
 // merges nothing so.
 // FP8Q-SM90A: constexpr int kClusterParts = 2;
 // FP8Q-CDNA:  constexpr int kClusterParts = 1;
+
+// fp8 q at 128 heads: 64-row blocks of the seesaw (consume_seesaw_fp8; two
+// consumers and a producer, 12 warps), four raw e4m3 stages of 40 KB, Q 40
+// KB, two P slabs, the consumers' row floats and the barriers: the host's
+// shared-memory sum is the template's kSharedBytesUsed.
+// RUN: sed 's/q_heads = 16, q_len = 1, page_size = 64, lse, q_type = bf16, kv_type = f8E4M3/q_heads = 128, q_len = 1, page_size = 64, lse, q_type = f8E4M3, kv_type = f8E4M3/' %s | mlagen-opt --mla-legalize --mla-select-tiling=arch=sm_90a --mla-prepare-emission | mlagen-translate --mla-to-hip | FileCheck %s --check-prefix=SEESAW
+// SEESAW:      constexpr bool kQueryFP8 = true;
+// SEESAW:      constexpr int kNumWarps = 12;
+// SEESAW:      constexpr int kStages = 4;
+// SEESAW:      constexpr int kSharedBytes = 225352;
+// SEESAW-NEXT: constexpr int kHeadsPerBlock = 64;
+// SEESAW-NEXT: constexpr int kClusterParts = 1;
+// SEESAW:      constexpr bool kSeesawFP8 = kFP8Operands && kRowsN == 64;
+// SEESAW:      consume_seesaw_fp8<1>(job, output, lay, num_tiles, warp, lane, staged);

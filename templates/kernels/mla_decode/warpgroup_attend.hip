@@ -23,7 +23,8 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
         sm90::mbarrier_init(lay.full(st, sl), kCacheFP8 && kSplitStages && sl % 4 == 1 ? 1 : arrivals);
       // One arrival per consumer warp; split stages: consumer 0's warps free
       // the first half, consumer 1's the second.
-      sm90::mbarrier_init(lay.empty(st), 4);
+      // The seesaw's stages are read by both consumers.
+      sm90::mbarrier_init(lay.empty(st), kSeesawFP8 ? 8 : 4);
       if (kSplitStages)
         sm90::mbarrier_init(lay.empty(st, 1), 4);
     }
@@ -74,6 +75,11 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
       consume_rows<1>(job, cache, kv_map, output, lay, num_tiles, warp, lane, staged);
     else
       consume_rows<0>(job, cache, kv_map, output, lay, num_tiles, warp, lane, staged);
+  } else if constexpr (kSeesawFP8) {
+    if (tid >= 128) // the second consumer
+      consume_seesaw_fp8<1>(job, output, lay, num_tiles, warp, lane, staged);
+    else
+      consume_seesaw_fp8<0>(job, output, lay, num_tiles, warp, lane, staged);
   } else if constexpr (kFP8Operands) {
     // Paired 16-row consumers run one body: an instance each compiled the
     // same schedule twice (16-head fp8 cold JIT 1.4-2.3 -> 1.2-1.4 s on an
@@ -94,7 +100,7 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
     consume(job, output, lay, num_tiles, warp, lane, staged);
   }
   // The threads that wrote the rows: consumer 0 (paired fp8 consumers hand
-  // theirs to it). 64-row blocks merge their pairs in consume_rows.
-  if (!kSplitStages && tid < 128)
+  // theirs to it). 64-row blocks merge their pairs in their consumers.
+  if (!kSplitStages && !kSeesawFP8 && tid < 128)
     merge_pair_if_second<128, 8>(job, output, tid, staged, [] { sm90::named_barrier_sync(1, 128); });
 }

@@ -22,9 +22,13 @@ constexpr int kSlabBytes = kTileK * 128;     // [64 keys][128 bytes]
 // the row's scale on S^T. (Otherwise the producer widens the tiles to fp16:
 // `produce_fp8`. At 32 rows hi and lo would share S^T's accumulators, which
 // lost too much where logits are large: bench/notes/decode-fp8.md.) 64-row
-// blocks (two consumers, Q as M) multiply fp16 whatever q is: the producer
+// blocks of bf16 q (two consumers, Q as M) multiply fp16: the producer
 // widens the tiles in place (`produce_fp8_halves`).
-constexpr bool kFP8Operands = kCacheFP8 && kRowsN != 64 && (kQueryFP8 || kNumWarps == 12);
+constexpr bool kFP8Operands = kCacheFP8 && (kRowsN != 64 || kQueryFP8) && (kQueryFP8 || kNumWarps == 12);
+// fp8 q at 64 rows (consume_seesaw_fp8): two consumers with the keys as M,
+// tile t's S^T and P computed by consumer t % 2 and added by both, each to
+// its half of O's columns (FlashMLA's seesaw on e4m3 operands).
+constexpr bool kSeesawFP8 = kFP8Operands && kRowsN == 64;
 constexpr bool kSplitQuery = kFP8Operands && !kQueryFP8;
 static_assert(!kSplitQuery || kRowsN == 16, "bf16 q is split into e4m3 at 16 rows");
 constexpr int kQSlabRows = kSplitQuery ? 2 * kRowsN : kRowsN; // split q: hi rows, then lo rows
@@ -34,14 +38,14 @@ constexpr int kStageSlabs = kFP8Operands ? ceil_div(kHeadDimQK, 128) : kSlabs;
 constexpr int kStageBytes = kStageSlabs * kSlabBytes;
 constexpr int kQBytes = kStageSlabs * kQSlabBytes;
 constexpr int kPBytes = kRowsN * 128; // [rows][64 keys]
-constexpr int kPSlabs = kPairedTiles ? 2 : 1; // one P slab per consumer of its own tiles
+constexpr int kPSlabs = kPairedTiles || kSeesawFP8 ? 2 : 1; // paired: a consumer's own tiles; seesaw: tile % 2
 constexpr int kOutStride = kHeadDimV + 4; // fp32 staging of O, conflict-free writes
 constexpr int kPackedWords = kHeadDimV / 2 + 4; // 16-bit staging of O (words), conflict-free likewise
 constexpr int kStagedLse = kRowsN * kOutStride; // a grid pair's row LSEs, after its staged fp32 rows
 // 64 rows (consume_rows) release a stage in two halves: slabs 0..3 (V's
 // columns 0..255, consumer 0's) and 4..8 (V's columns 256..511 and K's
 // last 64).
-constexpr bool kSplitStages = kRowsN == 64;
+constexpr bool kSplitStages = kRowsN == 64 && !kFP8Operands;
 // q_full, then per stage its full barriers (one per slab for split stages,
 // so that S starts on the first slabs while the rest stream in) and its
 // empty barriers (one per half for split stages).

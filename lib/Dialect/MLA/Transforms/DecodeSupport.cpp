@@ -50,11 +50,12 @@ bool mlagen::mla::isWarpgroupDecode(DecodeOp op, DecodeTilingAttr tiling,
          tiling.getStages() >= 2 &&
          ((rows <= 32 && warps == 8) || (rows == 64 && warps == 12) ||
           (warps == 12 && op.getKvType() == DType::F8E4M3 &&
-           (op.getQType() == DType::F8E4M3 ? rows <= 32 : rows == 16)));
+           (op.getQType() == DType::F8E4M3 ? rows <= 64 : rows == 16)));
 }
 
 bool mlagen::mla::isFP8OperandDecode(DecodeOp op, DecodeTilingAttr tiling) {
-  return op.getKvType() == DType::F8E4M3 && tiling.getHeadsPerBlock() != 64 &&
+  return op.getKvType() == DType::F8E4M3 &&
+         (tiling.getHeadsPerBlock() != 64 || op.getQType() == DType::F8E4M3) &&
          (op.getQType() == DType::F8E4M3 || tiling.getWarps() == 12);
 }
 

@@ -175,15 +175,15 @@ LogicalResult selectDecodeTiling(DecodeOp op, std::optional<Arch> defaultArch) {
   // rows and in place in each stage half at 64). An fp8 cache at 64 rows
   // takes the two-consumer kernel with bf16 q and pages of 64 keys, whose
   // raw halves come by TMA (H200 B128 H128: 423 us, 561 in 32-row blocks
-  // widened through registers); fp8 q keeps 32-row e4m3 blocks there (365
-  // against 392), and other pages 32-row blocks.
+  // widened through registers), and other pages 32-row blocks; fp8 q
+  // multiplies e4m3 at 64 rows too, two consumers in FlashMLA's seesaw.
   const bool fp8Cache = op.getKvType() == DType::F8E4M3;
   if (*arch == Arch::SM90A && pinnedTileK.value_or(64) == 64) {
-    if (fp8Cache && headsPerBlock == 64 &&
-        (op.getQType() == DType::F8E4M3 || op.getPageSize() != 64)) {
+    if (fp8Cache && headsPerBlock == 64 && op.getQType() != DType::F8E4M3 &&
+        op.getPageSize() != 64) {
       if (pinnedTileQ)
         return op.emitOpError()
-               << "'tile_q' 64 on an fp8 cache needs bf16 q and pages of 64 "
+               << "'tile_q' 64 with bf16 q on an fp8 cache needs pages of 64 "
                   "keys on sm_90a; 32 or 16 q rows a block serve the rest";
       headsPerBlock = 32;
     }
@@ -197,10 +197,12 @@ LogicalResult selectDecodeTiling(DecodeOp op, std::optional<Arch> defaultArch) {
     // rows stays widened: its hi and lo products share accumulators there
     // (registers), and rows of large logits lost too much (H200, q rows
     // up to 2^3: output error 4.3e-2).
-    const bool e4m3 = fp8Cache && headsPerBlock != 64 &&
-                      (op.getQType() == DType::F8E4M3 || headsPerBlock == 16);
+    // fp8 q at 64 rows: the seesaw (consume_seesaw_fp8) in four stages,
+    // which its fp32 staging of O at the end needs.
+    const bool e4m3 = fp8Cache && (op.getQType() == DType::F8E4M3 ||
+                                   headsPerBlock == 16);
     warps = headsPerBlock == 64 || e4m3 ? 12 : 8;
-    stages = e4m3 ? 3 : 2;
+    stages = e4m3 ? (headsPerBlock == 64 ? 4 : 3) : 2;
     if (fits()) {
       op.setArchAttr(ArchAttr::get(ctx, *arch));
       op.setTilingAttr(tiling());
