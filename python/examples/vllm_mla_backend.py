@@ -80,17 +80,14 @@ def default_decode_tile_q(num_heads, q_len, page_size, kv_cache_dtype, fp8_query
     All on an fp8 cache. With bf16 q: 32 rows a request (16 heads at q_len
     2, 32 heads) in 16-row e4m3 blocks up to 64 requests (8-11% faster); 128
     rows at pages of 64 in 16-row blocks up to 16 requests (8-21%). With an
-    e4m3 q: 32 rows in 16-row blocks up to 16 requests (7%); 64 rows or more
-    in 32-row blocks up to 32 requests, where the compiler's 64-row seesaw
-    loses 2-5% (an H100; it gains 3-17% from B64). Elsewhere the compiler's
-    block wins."""
+    e4m3 q: 32 rows in 16-row blocks up to 16 requests (7%). Elsewhere the
+    compiler's block wins (e4m3 q at 64 rows or more: its 64-row seesaw, 2%
+    slower than 32-row blocks only at B32 H16 q_len 4 on an H100)."""
     if arch != "sm_90a" or kv_cache_dtype != "fp8":
         return []
     rows = num_heads * q_len
     if fp8_query:
-        if rows == 32:
-            return [(16, 16)]
-        return [(32, 32)] if rows >= 64 else []
+        return [(16, 16)] if rows == 32 else []
     if rows == 32:
         return [(64, 16)]
     if rows == 128 and page_size == 64:

@@ -36,8 +36,13 @@ MLAGEN_DEVICE void consume_seesaw_fp8(const Job &job, const Output &output, cons
   const int quad = lane % 4;
   const int row0 = 16 * warp + group; // S's rows of this thread: row0 and row0 + 8
   float *const s_max = lay.red;         // [64] running row maxima (log2 units)
-  float *const s_alpha = lay.red + 64;  // [2][64] tile t's rescale factors at t % 2
-  float *const s_sum = lay.red + 192;   // [2][64] row sums at the end
+  // [4][64] tile t's rescale factors at t % 4: consumer 0 publishes tile
+  // a + 2's before consumer 1 has taken tile a's (it rescales after its own
+  // softmax of b); its store of P_{a+2}, after the other consumer's products
+  // of a, orders the slot's next use.
+  float *const s_alpha = lay.red + 64;
+  float *const s_sum = lay.red + 320;   // [2][64] row sums at the end
+  static_assert(448 <= kRowFloats, "the seesaw's row floats fit");
   const u64 q_desc = sm90::smem_desc_sw128(lay.q, 16);
   int row_end[2];
 #pragma unroll
@@ -54,7 +59,7 @@ MLAGEN_DEVICE void consume_seesaw_fp8(const Job &job, const Output &output, cons
 
   // O^T and the row sums times tile it's factors (published by its owner).
   auto rescale = [&](int it) {
-    const float *alpha = s_alpha + 64 * (it % 2);
+    const float *alpha = s_alpha + 64 * (it % 4);
 #pragma unroll
     for (int r = 0; r < 2; ++r)
       sum[r] *= alpha[row0 + 8 * r];
@@ -120,8 +125,9 @@ MLAGEN_DEVICE void consume_seesaw_fp8(const Job &job, const Output &output, cons
   };
   // The owner's part of tile it: S, the rows' maxima and factors
   // (published), P (stored once the other consumer is done with the slab,
-  // then published), the tile's row sums.
-  auto own_tile = [&](int it) {
+  // then published), the tile's row sums (added by the caller once it has
+  // rescaled O for the tile, after its products of the tile before).
+  auto own_tile = [&](int it, float (&tile_sum)[2]) {
     const int k0 = job.key_begin + it * kTileK;
     const u64 k_desc = sm90::smem_desc_sw128(lay.stage(it), kSlabBytes);
     float s[kRowsN / 2] = {};
@@ -158,17 +164,16 @@ MLAGEN_DEVICE void consume_seesaw_fp8(const Job &job, const Output &output, cons
       __syncwarp(); // every lane of the quad has read s_max
       if (quad == 0) {
         s_max[row] = max_new;
-        s_alpha[64 * (it % 2) + row] = alpha;
+        s_alpha[64 * (it % 4) + row] = alpha;
       }
     }
     sm90::named_barrier_sync(bar, 128); // the factors visible to this consumer's warps
     sm90::split_barrier_arrive(kBarMax + consumer, 256);
-    rescale(it);
     // P: for row r and 16-key group g, this thread's keys 16 g + 2 quad +
     // {0, 1} and 16 g + 8 + 2 quad + {0, 1} are bytes 4 quad .. 4 quad + 3
     // of the group (consume_fp8's order), so one word a row and group.
     u32 hi[2][4], lo[2][4];
-    float tile_sum[2] = {0.0f, 0.0f};
+    tile_sum[0] = tile_sum[1] = 0.0f;
 #pragma unroll
     for (int j = 0; j < 8; ++j)
 #pragma unroll
@@ -182,9 +187,6 @@ MLAGEN_DEVICE void consume_seesaw_fp8(const Job &job, const Output &output, cons
         hi[r][j / 2] = (j % 2 ? hi[r][j / 2] : 0u) | h << shift;
         lo[r][j / 2] = (j % 2 ? lo[r][j / 2] : 0u) | l << shift;
       }
-#pragma unroll
-    for (int r = 0; r < 2; ++r)
-      sum[r] += tile_sum[r];
     if (it >= 2)
       sm90::split_barrier_sync(kBarPFree + it % 2, 256); // the other consumer's P V of tile it - 2 is done
     const u32 p_slab = lay.p + (it % 2) * kPBytes;
@@ -200,20 +202,54 @@ MLAGEN_DEVICE void consume_seesaw_fp8(const Job &job, const Output &output, cons
     sm90::split_barrier_arrive(kBarP + consumer, 256);
   };
 
+  // The other consumer's tile it: its P's products (O already rescaled).
+  auto take = [&](int it) {
+    sm90::split_barrier_sync(kBarP + other, 256);
+    sm90::mbarrier_wait(lay.full(it % kStages), (it / kStages) & 1); // (the owner waited too)
+    add_pv(it);
+    sm90::split_barrier_arrive(kBarPFree + it % 2, 256); // the owner may store P of it + 2
+  };
+  auto add_sum = [&](const float (&tile_sum)[2]) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+      sum[r] += tile_sum[r];
+  };
+  // Pairs of tiles (a, b), in consume_rows' order, so that one consumer's S
+  // and softmax run under the other's products:
+  //   consumer 0: S and softmax of a, P_a V_a[L]; alpha_b, P_b V_b[L].
+  //   consumer 1: alpha_a; S and softmax of b; P_a V_a[R]; alpha_b, P_b V_b[R].
   if (num_tiles > 0)
     sm90::mbarrier_wait(lay.q_full(), 0);
-  for (int it = 0; it < num_tiles; ++it) {
-    sm90::mbarrier_wait(lay.full(it % kStages), (it / kStages) & 1);
-    sm90::fence_proxy_async(); // cp.async wrote through the generic proxy
-    if (it % 2 == consumer) {
-      own_tile(it);
-      add_pv(it);
+  for (int a = 0; a < num_tiles; a += 2) {
+    const int b = a + 1;
+    const bool has_b = b < num_tiles;
+    float tile_sum[2];
+    if (consumer == 0) {
+      sm90::mbarrier_wait(lay.full(a % kStages), (a / kStages) & 1);
+      sm90::fence_proxy_async(); // cp.async wrote through the generic proxy
+      own_tile(a, tile_sum);
+      rescale(a);
+      add_sum(tile_sum);
+      add_pv(a);
+      if (has_b) {
+        sm90::split_barrier_sync(kBarMax + other, 256);
+        rescale(b);
+        take(b);
+      }
     } else {
       sm90::split_barrier_sync(kBarMax + other, 256);
-      rescale(it);
-      sm90::split_barrier_sync(kBarP + other, 256);
-      add_pv(it);
-      sm90::split_barrier_arrive(kBarPFree + it % 2, 256); // the owner may store P of it + 2
+      if (has_b) {
+        sm90::mbarrier_wait(lay.full(b % kStages), (b / kStages) & 1);
+        sm90::fence_proxy_async(); // cp.async wrote through the generic proxy
+        own_tile(b, tile_sum);
+      }
+      rescale(a);
+      take(a);
+      if (has_b) {
+        rescale(b);
+        add_sum(tile_sum);
+        add_pv(b);
+      }
     }
   }
   // The last arrival on this consumer's kBarPFree, which no store waited for.
