@@ -130,6 +130,8 @@ MLAGEN_DEVICE void consume_seesaw_fp8(const Job &job, const Output &output, cons
   auto own_tile = [&](int it, float (&tile_sum)[2]) {
     const int k0 = job.key_begin + it * kTileK;
     const u64 k_desc = sm90::smem_desc_sw128(lay.stage(it), kSlabBytes);
+    // One accumulator (the other e4m3 kernels spread S over kSChains): a
+    // second spilled beside O's 128 registers; the LSE bound holds (7e-3).
     float s[kRowsN / 2] = {};
     sm90::wgmma_fence();
 #pragma unroll
