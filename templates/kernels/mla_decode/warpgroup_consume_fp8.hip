@@ -21,6 +21,18 @@ constexpr float kPScale = 256.0f;
 typedef sm90::WgmmaFP8<kRowsN> WgmmaE4M3;
 typedef sm90::WgmmaFP8<kQSlabRows> WgmmaS8; // S^T's products (N = 32 with split q)
 
+// V^T's A fragment of 64-column chunk c, k-step ks (32 keys) of a raw
+// stage, in the key order above: ldmatrix.x4.trans of 32 key rows, then
+// byte permutes.
+MLAGEN_DEVICE void load_vt_fragment(u32 (&f)[4], u32 stage, int c, int ks, int warp, int lane) {
+  u32 r[4];
+  nv::ldmatrix_x4_trans(r, fp8_operand_at(stage, kSlabBytes, 32 * ks + lane, 4 * c + warp));
+  f[0] = __byte_perm(r[0], r[1], 0x6420);
+  f[1] = __byte_perm(r[0], r[1], 0x7531);
+  f[2] = __byte_perm(r[2], r[3], 0x6420);
+  f[3] = __byte_perm(r[2], r[3], 0x7531);
+}
+
 // A consume_fp8 consumer's O^T times each row's scale into the fp32
 // staging (added to what is staged there with kAdd): o[c][4 j + e] is q row
 // 8 j + 2 quad + e % 2, column 64 c + 16 w + 2 g + e / 2.
@@ -208,15 +220,8 @@ MLAGEN_DEVICE void consume_fp8(int consumer, const Job &job, const void *q, long
     sm90::wgmma_commit();
     auto load_chunk = [&](int c) {
 #pragma unroll
-      for (int ks = 0; ks < 2; ++ks) {
-        u32 r[4];
-        nv::ldmatrix_x4_trans(r, fp8_operand_at(stage, kSlabBytes, 32 * ks + lane, 4 * c + warp));
-        u32(&f)[4] = v[c % kVChunks][ks];
-        f[0] = __byte_perm(r[0], r[1], 0x6420);
-        f[1] = __byte_perm(r[0], r[1], 0x7531);
-        f[2] = __byte_perm(r[2], r[3], 0x6420);
-        f[3] = __byte_perm(r[2], r[3], 0x7531);
-      }
+      for (int ks = 0; ks < 2; ++ks)
+        load_vt_fragment(v[c % kVChunks][ks], stage, c, ks, warp, lane);
     };
     sm90::wgmma_wait<0>();
     sm90::fence_array(chains);

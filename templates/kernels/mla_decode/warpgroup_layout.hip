@@ -25,9 +25,9 @@ constexpr int kSlabBytes = kTileK * 128;     // [64 keys][128 bytes]
 // blocks of bf16 q (two consumers, Q as M) multiply fp16: the producer
 // widens the tiles in place (`produce_fp8_halves`).
 constexpr bool kFP8Operands = kCacheFP8 && (kRowsN != 64 || kQueryFP8) && (kQueryFP8 || kNumWarps == 12);
-// fp8 q at 64 rows (consume_seesaw_fp8): two consumers with the keys as M,
-// tile t's S^T and P computed by consumer t % 2 and added by both, each to
-// its half of O's columns (FlashMLA's seesaw on e4m3 operands).
+// fp8 q at 64 rows (consume_seesaw_fp8): two consumers, tile t's S (Q as M)
+// and P computed by consumer t % 2 and added by both, each to its half of
+// O's columns (FlashMLA's seesaw on e4m3 operands).
 constexpr bool kSeesawFP8 = kFP8Operands && kRowsN == 64;
 constexpr bool kSplitQuery = kFP8Operands && !kQueryFP8;
 static_assert(!kSplitQuery || kRowsN == 16, "bf16 q is split into e4m3 at 16 rows");

@@ -95,15 +95,8 @@ MLAGEN_DEVICE void consume_seesaw_fp8(const Job &job, const Output &output, cons
       for (int k = 0; k < kPartChunks; ++k) {
         const int c = kChunks * consumer + kPartChunks * part + k; // of V's 8 chunks
 #pragma unroll
-        for (int ks = 0; ks < 2; ++ks) {
-          u32 r[4];
-          nv::ldmatrix_x4_trans(r, fp8_operand_at(stage, kSlabBytes, 32 * ks + lane, 4 * c + warp));
-          u32(&f)[4] = v[k][ks];
-          f[0] = __byte_perm(r[0], r[1], 0x6420);
-          f[1] = __byte_perm(r[0], r[1], 0x7531);
-          f[2] = __byte_perm(r[2], r[3], 0x6420);
-          f[3] = __byte_perm(r[2], r[3], 0x7531);
-        }
+        for (int ks = 0; ks < 2; ++ks)
+          load_vt_fragment(v[k][ks], stage, c, ks, warp, lane);
       }
       if (part == 1 && lane == 0)
         sm90::mbarrier_arrive(lay.empty(it % kStages)); // this consumer has read the stage
