@@ -222,11 +222,10 @@ MLAGEN_DEVICE void write_or_merge(const Job &job, const Output &output, const La
 // products to an accumulator with fewer bits than fp32, so fp8 operands
 // spread them (H200: largest LSE error 7.0e-3 with one, 2.7e-3 with 2 at
 // 32 rows and 3 at 16; the same speed); 16-bit products keep one chain.
-// Split q's accumulators are twice as wide; two chains of nine k-steps
-// moved an LSE by 0.16 where q is parallel to a key and the logit (80)
-// a sum of like-signed terms (H100, decode numerics' row_logits at 16
-// heads: 21 rows over the bound), six of three by 2.8e-2 (4.9e-4 relative,
-// within it), for an 8-byte spill and B64 H16 at most 1% slower.
+// Split q's accumulators are twice as wide, in six chains of three k-steps:
+// with two of nine, a logit of like-signed terms (q parallel to a key, 80)
+// lost 2^-9 of itself, an LSE 0.16 (decode numerics' row_logits); with six,
+// 2.8e-2, for an 8-byte spill (B64 H16 at most 1% slower).
 constexpr int kSChains = kFP8Operands ? (kSplitQuery ? 6 : kRowsN == 16 ? 3 : 2) : 1;
 // Split q (N = 32): element i + 8 of an accumulator is the lo row of
 // element i's q row (column + 16), in the same thread.
