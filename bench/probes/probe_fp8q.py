@@ -1,11 +1,14 @@
 # fp8 decode with bf16 q against fp8 q (e4m3 operands), next to bf16, H16
 # memory-bound shapes and 128 heads. SHAPES: BATCHxHEADS or BATCHxHEADSxQ_LEN;
 # TILE_Q pins the q rows a block of every kernel (where it is below the
-# compiler's choice); MODES picks some of bf16, f8 (fp8 cache) and f8q.
+# compiler's choice); MODES picks some of bf16, f8 (fp8 cache) and f8q; PAGE
+# the page size (64).
 import os, sys, torch
 sys.path.insert(0, "bench")
+import bench_decode
 from bench_decode import mlagen_decode, bench
 import mlagen
+bench_decode.PAGE = int(os.environ.get("PAGE", bench_decode.PAGE))
 rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
 res = []
 shapes = [(64, 16, 1), (128, 16, 1), (32, 16, 1), (128, 128, 1)]

@@ -225,7 +225,7 @@ MLAGEN_DEVICE void write_or_merge(const Job &job, const Output &output, const La
 // Split q's accumulators are twice as wide, in six chains of three k-steps:
 // with two of nine, a logit of like-signed terms (q parallel to a key, 80)
 // lost 2^-9 of itself, an LSE 0.16 (decode numerics' row_logits); with six,
-// 2.8e-2, for an 8-byte spill (B64 H16 at most 1% slower).
+// 2.8e-2, for an 8-byte spill (B64 H16 about 1% slower).
 constexpr int kSChains = kFP8Operands ? (kSplitQuery ? 6 : kRowsN == 16 ? 3 : 2) : 1;
 // Split q (N = 32): element i + 8 of an accumulator is the lo row of
 // element i's q row (column + 16), in the same thread.
