@@ -62,7 +62,7 @@ DEV = "cuda"
 FP8_PRODUCTS_ATOL = 2e-2
 FP8_PRODUCTS_LSE_ATOL = 1e-2
 # fp8 q in sm_90a's 64-row blocks (FlashMLA's seesaw, 128 heads) keeps S in one
-# accumulator (a second spills beside O^T): where q is parallel to a key and the
+# accumulator (a second spills beside O^T: 40-47% slower): where q is parallel to a key and the
 # logit (80) is a sum of like-signed terms, its LSE moves by up to 1.6e-2
 # (8e-3 relative; H100, row_logits), the 32-row blocks' (two accumulators) by
 # 5.8e-3. fp8 q's own rounding moves such a logit by about 2^-5 of itself.
