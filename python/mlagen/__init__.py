@@ -392,9 +392,11 @@ class Kernel:
         out bf16; q_scale is q's per-tensor scale (q = q_scale * stored).
         On sm_90a an fp8 cache is multiplied as e4m3 by the tensor cores
         with fp8 q, and with bf16 q where q_len x heads <= 16 (q split into
-        e4m3 hi + lo): their sums carry about 2^-12 of each logit, far less
-        than the cache's own e4m3 rounding; bf16 q in larger blocks is
-        widened to fp16 and exact.
+        e4m3 hi + lo): their sums carry about 2^-12 of each logit (2^-11
+        where its terms share a sign; fp8 q in 64-row blocks, whose S has one
+        accumulator: an LSE 1.6e-2 off at logits of 80), far less than the
+        cache's own e4m3 rounding; bf16 q in larger blocks is widened to
+        fp16 and exact.
 
         checked=True: the kernel also verifies on the device that seq_lens[b]
         <= max_pages * page (max_pages 0: block_table's row stride) and that
