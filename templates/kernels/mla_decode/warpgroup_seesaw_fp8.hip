@@ -58,21 +58,30 @@ MLAGEN_DEVICE void consume_seesaw_fp8(const Job &job, const Output &output, cons
   u32 v[kPartChunks][2][4] = {};
 
   // O^T and the row sums times tile it's factors (published by its owner).
+  // One vote for all of a thread's rows: once the maxima settle every
+  // factor is 1 and the rescale is a branch (a vote and a branch a row
+  // were a seventh of the consumers' instructions with the skips).
   auto rescale = [&](int it) {
     const float *alpha = s_alpha + 64 * (it % 4);
 #pragma unroll
     for (int r = 0; r < 2; ++r)
       sum[r] *= alpha[row0 + 8 * r];
+    float a[kHd];
+    bool settled = true;
 #pragma unroll
     for (int hd = 0; hd < kHd; ++hd) {
-      const float a = alpha[q_row_of(hd, quad)];
-      if (all_lanes(a == 1.0f))
-        continue;
+      a[hd] = alpha[q_row_of(hd, quad)];
+      settled = settled && a[hd] == 1.0f;
+    }
+    if (all_lanes(settled))
+      return;
+#pragma unroll
+    for (int hd = 0; hd < kHd; ++hd) {
       const int e0 = 4 * (hd / 2) + hd % 2; // o[c][e0] and o[c][e0 + 2] are that row
 #pragma unroll
       for (int c = 0; c < kChunks; ++c) {
-        o[c][e0] *= a;
-        o[c][e0 + 2] *= a;
+        o[c][e0] *= a[hd];
+        o[c][e0 + 2] *= a[hd];
       }
     }
   };
