@@ -65,18 +65,7 @@ MLAGEN_DEVICE void consume(const Job &job, const Output &output, const Layout &l
     sm90::fence_proxy_async();           // P is read by wgmma (the async proxy)
     sm90::named_barrier_sync(1, 128);    // P visible
 
-    bool settled = true;
-#pragma unroll
-    for (int hd = 0; hd < kHd; ++hd)
-      settled = settled && alpha[hd] == 1.0f;
-    // Once the maxima settle, alpha is exactly 1 for the whole warp.
-    if (!all_lanes(settled)) {
-#pragma unroll
-      for (int c = 0; c < kVSlabs; ++c)
-#pragma unroll
-        for (int e = 0; e < kRowsN / 2; ++e)
-          o[c][e] *= alpha[2 * (e / 4) + e % 2];
-    }
+    rescale_rows(o, alpha);
 
     sm90::fence_array(o); // O settles in its registers before the products
     sm90::wgmma_fence();

@@ -276,17 +276,7 @@ MLAGEN_DEVICE void consume_fp8(int consumer, const Job &job, const void *q, long
     sm90::fence_proxy_async();          // P is read by wgmma (the async proxy)
     sm90::named_barrier_sync(bar, 128); // P visible
 
-    bool settled = true;
-#pragma unroll
-    for (int hd = 0; hd < kHd; ++hd)
-      settled = settled && alpha[hd] == 1.0f;
-    if (!all_lanes(settled)) {
-#pragma unroll
-      for (int c = 0; c < kVSlabs; ++c)
-#pragma unroll
-        for (int e = 0; e < kRowsN / 2; ++e)
-          o[c][e] *= alpha[2 * (e / 4) + e % 2];
-    }
+    rescale_rows(o, alpha);
     sm90::fence_array(o);
     // V^T after the softmax (loading it under S^T ran slower on the H200,
     // B128 104 against 98 us), a part of the chunks at a time into the same

@@ -218,6 +218,25 @@ MLAGEN_DEVICE void write_or_merge(const Job &job, const Output &output, const La
     write_staged(job, output, staged, warp, lane);
 }
 
+// O^T's rows times their rescale factors (o[c][e] is the thread's q row
+// hd = 2 (e / 4) + e % 2), on one vote: once the maxima settle every factor
+// is exactly 1 in every lane and this is a branch. (A vote and a branch a
+// row were a seventh of the 64-row e4m3 consumers' instructions.)
+template <int kChunks>
+MLAGEN_DEVICE void rescale_rows(float (&o)[kChunks][kRowsN / 2], const float (&alpha)[kRowsN / 4]) {
+  bool settled = true;
+#pragma unroll
+  for (int hd = 0; hd < kRowsN / 4; ++hd)
+    settled = settled && alpha[hd] == 1.0f;
+  if (all_lanes(settled))
+    return;
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c)
+#pragma unroll
+    for (int e = 0; e < kRowsN / 2; ++e)
+      o[c][e] *= alpha[2 * (e / 4) + e % 2];
+}
+
 // S^T's k-steps go round kSChains accumulators. The tensor cores add e4m3
 // products to an accumulator with fewer bits than fp32, so fp8 operands
 // spread them (H200: largest LSE error 7.0e-3 with one, 2.7e-3 with 2 at
