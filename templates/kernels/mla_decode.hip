@@ -173,6 +173,8 @@ struct Job {
   int row0;       // first q row of the block
   float unit;     // softmax_scale * kv_scale * log2(e): raw q.k -> log2-unit logit
   float v_scale;  // kv_scale (fp8 cache) or 1: multiplies the normalised output
+  // Pages of tile 0's first and last keys (kFirstPagesRead; see load_job).
+  int first_pages[2];
 
   // One past the last key row g (< kRows or padding) may see. Query token t
   // sees keys [0, seq_len - kQLen + t].
@@ -244,6 +246,28 @@ MLAGEN_DEVICE bool in_merge_cluster(const Job &job) {
 #endif
 }
 
+// Pages hold whole tiles, so tile 0 spans at most two pages. Their block-
+// table entries are read beside seq_len, not after it: the first copies
+// then wait for the item and one load, not three in a row (at the start of
+// a step each goes to DRAM). A valid plan stays inside the row; the index is
+// kept there anyway (checked mode's max_pages, else the row stride), since
+// checked mode reads these before it has looked at seq_len. Rows past the
+// keys never use what was read, and kernels that do not use it at all
+// (first_tile_page) lose the loads to dead-code elimination.
+constexpr bool kFirstPagesRead = kPageSize >= kTileK;
+
+MLAGEN_DEVICE void read_first_pages(const mlagen_decode_params &p, Job &job) {
+  job.first_pages[0] = job.first_pages[1] = 0;
+  if (!kFirstPagesRead || job.key_begin >= job.key_end)
+    return;
+  // A row's entries (the launcher keeps both at 1 or more).
+  const int top = max_int(p.error_flags ? p.max_pages : p.block_table_stride, 1) - 1;
+  const int *row = p.block_table + (long long)job.batch * p.block_table_stride;
+  const int last = min_int(job.key_begin + kTileK, job.key_end) - 1;
+  job.first_pages[0] = row[min_int((unsigned)job.key_begin / kPageSize, top)];
+  job.first_pages[1] = row[min_int((unsigned)last / kPageSize, top)];
+}
+
 // Reads the block's work item; false if the block has none. The row
 // blocks of an item are adjacent in launch order: they read the same keys,
 // so all but the first find them in L2.
@@ -265,6 +289,7 @@ MLAGEN_DEVICE bool load_job(const mlagen_decode_params &p, Job &job) {
   if (job.pair)
     job.slot -= kGridPair;
   job.seq_len = p.seq_lens[job.batch];
+  read_first_pages(p, job);
   if (p.error_flags) {
     int value, page;
     int code = check_request(p, job.batch, job.seq_len, value, page);

@@ -187,6 +187,9 @@ MLAGEN_DEVICE void copy_shared_to_global_16(void *dst, u32 src) {
                : "memory");
 }
 
+// Asks L2 for the 128-byte line at `p`, holding no register.
+MLAGEN_DEVICE void prefetch_l2(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+
 // 16-byte global -> shared copy that bypasses L1. With `fill` false nothing
 // is read and the destination is zero-filled (rows past the sequence end).
 MLAGEN_DEVICE void cp_async_16(u32 dst, const void *src, bool fill) {

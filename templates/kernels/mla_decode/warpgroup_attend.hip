@@ -14,6 +14,14 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
   float *const staged = reinterpret_cast<float *>(aligned + (lay.kv - base) / 2);
 
   const int tid = thread_index();
+  if constexpr (kSplitQuery) {
+    // split_q's loads go out after the barrier, behind the producer's first
+    // tile copies; asking L2 for q's lines now keeps them off that queue.
+    constexpr int kLines = kHeadDimQK * 2 / 128; // of a bf16 q row
+    for (int i = tid; i < kRowsN * kLines; i += kThreads)
+      if (is_real_row(job.row0 + i / kLines))
+        nv::prefetch_l2(q_row(q, job.row0 + i / kLines, q_token_stride, q_head_stride) + 128 * (i % kLines));
+  }
   if (tid == 0) {
     sm90::mbarrier_init(lay.q_full(), 128);
     // Bulk tiles: one arrival a copier warp (produce_bulk); else a thread's.
