@@ -1,7 +1,15 @@
 MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q, long long q_token_stride,
                           long long q_head_stride, const void *kv_map, const Output &output, u16 *smem) {
   const u32 raw = nv::shared_address(smem);
-  const u32 base = (raw + 1023u) & ~1023u;
+  // Blocks of 32 rows and 16-bit blocks of 16 take the base, and their
+  // consumers the tile count, from lane 0, so that ptxas knows they are the
+  // same in every lane: the stages' addresses, the loop counters and the
+  // wgmma descriptors then live in uniform registers. The 64-row kernels'
+  // are uniform already (the broadcast made ptxas spill there); the 16-row
+  // e4m3 kernels spilled or ran slower with it (bench/notes/decode-fp8.md).
+  constexpr bool kUniformBase = kRowsN == 32 || (kRowsN == 16 && !kFP8Operands);
+  const u32 aligned_raw = (raw + 1023u) & ~1023u;
+  const u32 base = kUniformBase ? __shfl_sync(~0u, aligned_raw, 0) : aligned_raw;
   u16 *const aligned = smem + (base - raw) / 2;
   Layout lay;
   lay.q = base;
@@ -78,6 +86,7 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
   if (kConsumers > 1)
     sm90::setmaxnreg_inc<224>();
   const int warp = tid / 32 % 4, lane = tid % 32;
+  const int consumer_tiles = kUniformBase ? __shfl_sync(~0u, num_tiles, 0) : num_tiles;
   if constexpr (kSplitStages) {
     if (tid >= 128) // the second consumer
       consume_rows<1>(job, cache, kv_map, output, lay, num_tiles, warp, lane, staged);
@@ -97,15 +106,15 @@ MLAGEN_DEVICE void attend(const Job &job, const PagedCache &cache, const void *q
     // ptxas knows it is the same in every lane.
     if constexpr (kPairedTiles && kRowsN == 32) {
       if (tid >= 128)
-        consume_fp8(1, job, q, q_token_stride, q_head_stride, output, lay, num_tiles, warp, lane, staged);
+        consume_fp8(1, job, q, q_token_stride, q_head_stride, output, lay, consumer_tiles, warp, lane, staged);
       else
-        consume_fp8(0, job, q, q_token_stride, q_head_stride, output, lay, num_tiles, warp, lane, staged);
+        consume_fp8(0, job, q, q_token_stride, q_head_stride, output, lay, consumer_tiles, warp, lane, staged);
     } else {
       consume_fp8(kPairedTiles ? __shfl_sync(~0u, tid / 128, 0) : 0, job, q, q_token_stride, q_head_stride, output,
-                  lay, num_tiles, warp, lane, staged);
+                  lay, consumer_tiles, warp, lane, staged);
     }
   } else {
-    consume(job, output, lay, num_tiles, warp, lane, staged);
+    consume(job, output, lay, consumer_tiles, warp, lane, staged);
   }
   // The threads that wrote the rows: consumer 0 (paired fp8 consumers hand
   // theirs to it). 64-row blocks merge their pairs in their consumers.
