@@ -166,6 +166,7 @@ StepTimes timeSteps(DeviceBackend &backend, int alone, Step step) {
 // and the host plan before it is copied.
 struct PlanEdits {
   bool clusterMerge = true;
+  int invariantChunkKeys = 0; // batch-invariant chunks (0: the planner's)
   std::function<void(const DecodePlanner &, std::vector<int32_t> &)> plan;
 };
 
@@ -182,6 +183,8 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
   DecodePlanner planner;
   DecodePlanOptions options = {batch, numSMs, 1 << 20};
   options.clusterMerge = edits.clusterMerge;
+  if (edits.invariantChunkKeys > 0)
+    options.invariantChunkKeys = edits.invariantChunkKeys;
   REQUIRE(DecodePlanner::create(kernel, options, planner));
   const DecodeBufferSizes &sizes = planner.sizes();
   std::vector<int32_t> hostPlan;
@@ -463,6 +466,38 @@ TEST_CASE("generated decode reads an fp8 e4m3 cache", "[gpu]") {
         noClusters.clusterMerge = false;
         checkAgainstReference(in, decodeOnGpu(fixture, *kernel, in, 8, 0, false, noClusters), e4m3Bound);
       }
+}
+
+// Chunks of 1000 keys start inside a page of 64: tile 0 of such an item
+// spans two pages, whose block-table entries sm_90a's producers take from
+// the job (read_first_pages) rather than from the table.
+TEST_CASE("batch-invariant decode with chunks that start inside a page",
+          "[gpu]") {
+  Fixture fixture;
+  if (!openGpu(fixture)) {
+    SUCCEED("no GPU");
+    return;
+  }
+  const std::vector<int> seqLens = {3000, 1001, 999, 2063};
+  for (int heads : {16, 128})
+    for (DType kv : {DType::BF16, DType::FP8E4M3}) {
+      if (kv == DType::FP8E4M3 &&
+          (fixture.arch == Arch::GFX90A || fixture.arch == Arch::GFX942))
+        continue; // no OCP fp8 there (the fp8 test above says so)
+      Signature sig = Signature::decode();
+      sig.numQHeads = heads;
+      sig.kvType = kv;
+      sig.batchInvariant = true;
+      sig.arch = fixture.arch;
+      INFO(sig.canonical());
+      const Kernel *kernel = nullptr;
+      REQUIRE(fixture.runtime->getKernel(sig, kernel));
+      DecodeInputs in = makeInputs(sig, seqLens, 41 + heads);
+      PlanEdits chunks;
+      chunks.invariantChunkKeys = 1000;
+      const bool e4m3Bound = kv == DType::FP8E4M3 && fixture.arch == Arch::SM90A && heads <= 16;
+      checkAgainstReference(in, decodeOnGpu(fixture, *kernel, in, 132, 0, false, chunks), e4m3Bound);
+    }
 }
 
 TEST_CASE("a kernel without the grid merge writes NaN for a grid pair",
