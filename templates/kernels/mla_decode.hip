@@ -253,7 +253,7 @@ MLAGEN_DEVICE bool in_merge_cluster(const Job &job) {
 // kept there anyway (checked mode's max_pages, else the row stride), since
 // checked mode reads these before it has looked at seq_len. Rows past the
 // keys never use what was read, and kernels that do not use it at all
-// (first_tile_page) lose the loads to dead-code elimination.
+// (tile_page) lose the loads to dead-code elimination.
 constexpr bool kFirstPagesRead = kPageSize >= kTileK;
 
 MLAGEN_DEVICE void read_first_pages(const mlagen_decode_params &p, Job &job) {

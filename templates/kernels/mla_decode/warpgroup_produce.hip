@@ -3,16 +3,16 @@
 // up one tile ahead, so the block table's latency hides behind the wait for
 // a free buffer.
 
-// The page of key `key` of tile 0: from the job (read_first_pages) when
-// pages hold whole tiles, except in the 32-row e4m3 blocks, whose producer
-// spilled with the two entries held until it hands its registers over.
+// The page of key `key` of tile `it`: tile 0's from the job
+// (read_first_pages) when pages hold whole tiles, except in the 32-row e4m3
+// blocks, whose producer spilled with the two entries held until it hands
+// its registers over; else from the block table.
 constexpr bool kFirstPagesAhead = kFirstPagesRead && !(kFP8Operands && kRowsN == 32);
 
-MLAGEN_DEVICE int first_tile_page(const Job &job, const PagedCache &cache, int key) {
-  if constexpr (kFirstPagesAhead)
+MLAGEN_DEVICE int tile_page(const Job &job, const PagedCache &cache, int it, int key) {
+  if (kFirstPagesAhead && it == 0)
     return (unsigned)key / kPageSize == (unsigned)job.key_begin / kPageSize ? job.first_pages[0] : job.first_pages[1];
-  else
-    return cache.page_of(key);
+  return cache.page_of(key);
 }
 
 MLAGEN_DEVICE void produce(const Job &job, const PagedCache &cache, const Layout &lay, int num_tiles, int ptid) {
@@ -24,7 +24,7 @@ MLAGEN_DEVICE void produce(const Job &job, const PagedCache &cache, const Layout
 #pragma unroll
     for (int i = 0; i < kPasses; ++i) {
       const int key = job.key_begin + it * kTileK + row + 16 * i;
-      page[i] = key < job.block_end ? (it == 0 ? first_tile_page(job, cache, key) : cache.page_of(key)) : -1;
+      page[i] = key < job.block_end ? tile_page(job, cache, it, key) : -1;
     }
   };
   lookup(0);
@@ -94,7 +94,7 @@ MLAGEN_DEVICE void produce_bulk(const Job &job, const PagedCache &cache, const v
   const int s_begin = half == 0 ? 0 : 4;
   const int s_end = half == 0 ? 4 : kSlabs;
   // The tile's page, looked up a tile ahead (lane 0).
-  int page = lane == 0 && num_tiles > 0 ? first_tile_page(job, cache, job.key_begin) : 0;
+  int page = lane == 0 && num_tiles > 0 ? tile_page(job, cache, 0, job.key_begin) : 0;
   if (lane == 0 && kv_map != nullptr)
     sm90::prefetch_tensor_map(kv_map);
   u32 parity = 0; // bit st: the parity of stage st's next empty phase
@@ -121,8 +121,8 @@ MLAGEN_DEVICE void produce_bulk(const Job &job, const PagedCache &cache, const v
       // A tile spans at most two pages: both looked up once (a lookup a row
       // kept the copies waiting on one table load after another).
       const int last_key = min_int(k0 + kTileK, job.block_end) - 1;
-      const int first_page = it == 0 ? first_tile_page(job, cache, k0) : cache.page_of(k0);
-      const int last_page = it == 0 ? first_tile_page(job, cache, last_key) : cache.page_of(last_key);
+      const int first_page = tile_page(job, cache, it, k0);
+      const int last_page = tile_page(job, cache, it, last_key);
       const int chunk = lane % 8;
       for (int r = lane / 8 + 4 * copier; r < kTileK; r += 4 * copiers) {
         const int key = k0 + r;
@@ -235,7 +235,7 @@ MLAGEN_DEVICE void produce_fp8(const Job &job, const PagedCache &cache, const vo
 #pragma unroll
     for (int pass = 0; pass < 2; ++pass) {
       const int key = job.key_begin + it * kTileK + row0 + 32 * pass;
-      t.page[pass] = key < job.block_end ? (it == 0 ? first_tile_page(job, cache, key) : cache.page_of(key)) : -1;
+      t.page[pass] = key < job.block_end ? tile_page(job, cache, it, key) : -1;
     }
   };
   // The cache is read once: evict-first in L2 (H200, fp8 B32 H16 46.1 ->
@@ -340,7 +340,7 @@ MLAGEN_DEVICE void produce_fp8_halves(const Job &job, const PagedCache &cache, c
     for (int it = 0; it < min_int(num_tiles, kStages); ++it)
       if (fills_page(job, it)) {
         const int k0 = job.key_begin + it * kTileK;
-        const int page = it == 0 ? first_tile_page(job, cache, k0) : cache.page_of(k0);
+        const int page = tile_page(job, cache, it, k0);
         issue_raw_half(lay, kv_map, it, first_half(it), page);
         issue_raw_half(lay, kv_map, it, first_half(it) ^ 1, page);
       }
@@ -440,7 +440,7 @@ MLAGEN_DEVICE void produce_fp8_operands(const Job &job, const PagedCache &cache,
 #pragma unroll
     for (int pass = 0; pass < 2; ++pass) {
       const int key = job.key_begin + it * kTileK + row0 + 32 * pass;
-      page[pass] = key < job.block_end ? (it == 0 ? first_tile_page(job, cache, key) : cache.page_of(key)) : -1;
+      page[pass] = key < job.block_end ? tile_page(job, cache, it, key) : -1;
     }
   };
   lookup(0);
