@@ -103,6 +103,21 @@ int DecodePlanner::minChunkKeysFor(const Signature &sig, int blocksPerChunk) {
              : 256;
 }
 
+// The same blocks on an fp8 cache gain from two-tile chunks in steps that
+// leave most SMs idle, where a step is the latency of its longest chain
+// (H100, bench/probes/probe_fp8_small.py, fp8 q: B1 S4096 16.5 -> 14.9-15.1
+// us, B2 S4096 17.4-17.6 -> 16.0-16.2, B1 S1024 16.0-16.1 -> 13.8-14.0, B8
+// S1024 18.7-18.8 -> 17.3-17.4, q_len 2 B1 S4096 20.4-20.5 -> 18.3-18.4).
+// Where two-tile chunks fill the SMs they gain nothing or lose (B32 S512
+// 17.1-17.7 -> 18.0-18.8 us: its pairs went to the reduce).
+int DecodePlanner::smallStepChunkKeysFor(const Signature &sig,
+                                         int blocksPerChunk) {
+  return sig.op == OpKind::Decode && sig.arch == Arch::SM90A &&
+                 blocksPerChunk == 1
+             ? 128
+             : minChunkKeysFor(sig, blocksPerChunk);
+}
+
 Status DecodePlanner::create(const Kernel &kernel,
                              const DecodePlanOptions &options,
                              DecodePlanner &out) {
@@ -150,9 +165,13 @@ Status DecodePlanner::create(const Signature &sig, const CodeObject &code,
   planner.blocksPerChunk_ = static_cast<int>(ceilDiv(rows, code.tileQ));
   planner.waveBlocks_ =
       static_cast<int>(options.numSMs * blocksPerSM(sig, code));
-  if (options.minChunkKeys == 0)
+  planner.smallStepChunkKeys_ = options.minChunkKeys;
+  if (options.minChunkKeys == 0) {
     planner.options_.minChunkKeys =
         minChunkKeysFor(sig, planner.blocksPerChunk_);
+    planner.smallStepChunkKeys_ =
+        smallStepChunkKeysFor(sig, planner.blocksPerChunk_);
+  }
   // A cluster spans grid x, so each chunk must be one block; batch-
   // invariant plans keep the reduce's fixed order. Clusters of two tile
   // every GPC of an H100/H200 (their SM counts are even), so a wave still
@@ -205,11 +224,17 @@ Status DecodePlanner::create(const Signature &sig, const CodeObject &code,
   } else {
     work = maxBatch + ceilDiv(sms, perChunk);
     slots = ceilDiv(2 * sms, perChunk);
-    if (options.maxSeqLen > 0)
-      work = std::min(work,
-                      maxBatch * chunksOf(options.maxSeqLen,
-                                          roundUp(planner.options_.minChunkKeys,
-                                                  code.tileK)));
+    if (options.maxSeqLen > 0) {
+      // Steps planned with the small-step floor hold at most half a wave.
+      auto itemsAt = [&](int64_t floor) {
+        return maxBatch *
+               chunksOf(options.maxSeqLen, roundUp(floor, code.tileK));
+      };
+      work = std::min(
+          work, std::max(itemsAt(planner.options_.minChunkKeys),
+                         std::min(itemsAt(planner.smallStepChunkKeys_),
+                                  planner.smallStepItems())));
+    }
     slots = std::min(slots, work);
   }
   // Whole clusters: the blocks past the last item exit at once.
@@ -290,9 +315,13 @@ Status DecodePlanner::plan(const int32_t *seqLens, int batch, int32_t *plan,
   int64_t chunk = options_.invariantChunkKeys;
   if (!batchInvariant_) {
     const int64_t sms = waveBlocks_, perChunk = blocksPerChunk_;
+    int64_t floor = options_.minChunkKeys;
+    if (smallStepChunkKeys_ < floor &&
+        workItems(roundUp(smallStepChunkKeys_, tileK_)) * perChunk <=
+            smallStepItems())
+      floor = smallStepChunkKeys_;
     const int64_t even =
-        roundUp(std::max<int64_t>(options_.minChunkKeys,
-                                  ceilDiv(totalKeys * perChunk, sms)),
+        roundUp(std::max<int64_t>(floor, ceilDiv(totalKeys * perChunk, sms)),
                 tileK_);
     int64_t bestCost = INT64_MAX;
     for (int i = 0; i < kChunkCandidates; ++i) {

@@ -303,6 +303,52 @@ TEST_CASE("the shortest chunk follows the kernel unless the caller sets it",
   CHECK(summary.numWork == 4);
 }
 
+TEST_CASE("fp8 caches take two-tile chunks only in steps that leave most "
+          "SMs idle",
+          "[decode-plan]") {
+  // sm_90a's 16-row e4m3 kernels merge pairs in clusters.
+  const Signature fp8 = decodeSignature(16, 1, false, true);
+  const CodeObject code = decodeCode(64, 16, 16, 2);
+  CHECK(DecodePlanner::smallStepChunkKeysFor(fp8, 1) == 128);
+  DecodePlanOptions options{64, 132};
+  options.maxSeqLen = 4096;
+  DecodePlanner planner = makePlanner(fp8, code, options);
+  CHECK(planner.options().minChunkKeys == 256);
+  DecodePlanSummary summary;
+  // One request: 32 chunks of 128 fill 32 of 132 SMs.
+  checkPlan(planner, 64, {4096}, &summary);
+  CHECK(summary.chunkKeys == 128);
+  CHECK(summary.numWork == 32);
+  // Eight of 1024 keys: 64 chunks of 128, at most half a wave.
+  checkPlan(planner, 64, std::vector<int32_t>(8, 1024), &summary);
+  CHECK(summary.chunkKeys == 128);
+  CHECK(summary.numWork == 64);
+  // 32 of 512 keys would take 128 blocks in chunks of 128: they keep 256,
+  // so that each request is a pair merged in its cluster.
+  checkPlan(planner, 64, std::vector<int32_t>(32, 512), &summary);
+  CHECK(summary.chunkKeys == 256);
+  CHECK(summary.numWork == 64);
+  CHECK(summary.mergeGroups == 32);
+  // Four of 4096: 128 blocks in chunks of 128, so 64 of 256.
+  checkPlan(planner, 64, std::vector<int32_t>(4, 4096), &summary);
+  CHECK(summary.chunkKeys == 256);
+  CHECK(summary.numWork == 64);
+  // The work list holds the small steps' items, and no more than the
+  // 256-key floor's where those are more: 64 x 16 chunks of 256 here.
+  CHECK(planner.sizes().workCapacity == 64 + 132);
+  DecodePlanOptions one = options;
+  one.maxBatch = 1;
+  CHECK(makePlanner(fp8, code, one).sizes().workCapacity == 32);
+  one.maxBatch = 8;
+  // Eight of 4096 keys: 128 items of 256; small steps hold at most 66.
+  CHECK(makePlanner(fp8, code, one).sizes().workCapacity == 128);
+  // A floor the caller sets holds for every step.
+  options.minChunkKeys = 256;
+  checkPlan(makePlanner(fp8, code, options), 64, {4096}, &summary);
+  CHECK(summary.chunkKeys == 256);
+  CHECK(summary.numWork == 16);
+}
+
 TEST_CASE("a wave holds as many NVIDIA blocks as shared memory allows",
           "[decode-plan]") {
   // fp8 16-row blocks on sm_90a (98816 bytes) fit twice on an SM: the

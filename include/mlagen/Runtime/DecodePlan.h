@@ -66,7 +66,8 @@ struct DecodePlanOptions {
   int64_t maxTotalKeys = 0;
   // Balanced mode: no chunk is shorter than this (rounded up to tileK), so
   // a chunk's partial write and merge stay small beside its key reads.
-  // 0: the kernel's floor (DecodePlanner::minChunkKeysFor).
+  // 0: the kernel's floors (DecodePlanner::minChunkKeysFor, and for steps
+  // that leave most SMs idle DecodePlanner::smallStepChunkKeysFor).
   int minChunkKeys = 0;
   // Batch-invariant mode: chunk boundaries at every multiple of this many
   // keys, whatever the batch or the device. Any value >= 1 works; a
@@ -128,6 +129,9 @@ public:
   // The shortest chunk a kernel's balanced plans take when the caller
   // leaves minChunkKeys 0.
   static int minChunkKeysFor(const Signature &sig, int blocksPerChunk);
+  // The same for small steps: those whose chunks of this many keys fill at
+  // most half a wave (smallStepItems()); at most minChunkKeysFor.
+  static int smallStepChunkKeysFor(const Signature &sig, int blocksPerChunk);
   // A request of one cluster's chunks merges in its cluster only when the
   // step's chunks are longer than this many keys (else in the grid).
   int64_t clusterMergeAbove() const { return clusterMergeAbove_; }
@@ -167,6 +171,10 @@ private:
   int clusterBlocks_ = 1;  // sizes_.clusterBlocks
   bool gridMerge_ = false; // pairs not merged in clusters merge in the grid
   int64_t clusterMergeAbove_ = 0; // clusterMergeAbove()
+  // The small-step floor (smallStepChunkKeysFor, or the caller's
+  // minChunkKeys), and the blocks a small step fills at most.
+  int smallStepChunkKeys_ = 0;
+  int64_t smallStepItems() const { return waveBlocks_ / 2; }
 };
 
 } // namespace mlagen
