@@ -1,6 +1,6 @@
 # Small and short decode steps on an fp8 cache, where the plan's shortest
-# chunk (DecodePlanner::minChunkKeysFor) sets how many blocks stream: H16,
-# page 64, fp8 cache with bf16 q (f8) and fp8 q (f8q), next to bf16. SHAPES:
+# chunk (DecodePlanner::minChunkKeysFor) sets how many blocks stream: H16
+# ($HEADS), page 64, fp8 cache with bf16 q (f8) and fp8 q (f8q), next to bf16. SHAPES:
 # BATCHxSEQ or BATCHxSEQxQ_LEN; MODES picks some of bf16, f8, f8q. Prints
 # each step's us and its blocks (work items) per mode; $NAME labels the line.
 import os, sys
@@ -13,13 +13,14 @@ shapes = ["1x4096", "1x8192", "2x4096", "4x4096", "8x4096", "1x1024", "1x512",
 shapes = os.environ.get("SHAPES", ",".join(shapes)).split(",")
 modes = {"bf16": (False, False), "f8": (True, False), "f8q": (True, True)}
 modes = {k: modes[k] for k in os.environ.get("MODES", "bf16,f8,f8q").split(",")}
+heads = int(os.environ.get("HEADS", 16))
 res = []
 for shape in shapes:
     batch, seq, *rest = (int(x) for x in shape.split("x"))
     q_len = rest[0] if rest else 1
     cells = []
     for name, (fp8, fp8_q) in modes.items():
-        step = mlagen_decode(rt, "sm_90a", batch, 16, seq, fp8, fp8_q, q_len=q_len)
+        step = mlagen_decode(rt, "sm_90a", batch, heads, seq, fp8, fp8_q, q_len=q_len)
         cells.append(f"{name} {bench(step) * 1e3:.1f} ({step.plan.num_work})")
     res.append(f"{shape}: " + " ".join(cells))
-print(os.environ.get("NAME", "?"), " | ".join(res), flush=True)
+print(os.environ.get("NAME", "?"), f"H{heads}", " | ".join(res), flush=True)
