@@ -109,11 +109,13 @@ int DecodePlanner::minChunkKeysFor(const Signature &sig, int blocksPerChunk) {
 // us, B2 S4096 17.4-17.6 -> 16.0-16.2, B1 S1024 16.0-16.1 -> 13.8-14.0, B8
 // S1024 18.7-18.8 -> 17.3-17.4, q_len 2 B1 S4096 20.4-20.5 -> 18.3-18.4).
 // Where two-tile chunks fill the SMs they gain nothing or lose (B32 S512
-// 17.1-17.7 -> 18.0-18.8 us: its pairs went to the reduce).
+// 17.1-17.7 -> 18.0-18.8 us: its pairs went to the reduce). The 64-row
+// blocks (two a chunk at 128 heads) gain the same way (H200, bf16: B1
+// S4096 25.4-25.5 -> 23.2 us, B1 S1024 25.0 -> 20.8-20.9, B2 S1024
+// 25.3-25.7 -> 22.1-22.3; fp8 cache 42.1 -> 38.4-38.5 at B1 S4096).
 int DecodePlanner::smallStepChunkKeysFor(const Signature &sig,
                                          int blocksPerChunk) {
-  return sig.op == OpKind::Decode && sig.arch == Arch::SM90A &&
-                 blocksPerChunk == 1
+  return sig.op == OpKind::Decode && sig.arch == Arch::SM90A
              ? 128
              : minChunkKeysFor(sig, blocksPerChunk);
 }
@@ -233,7 +235,7 @@ Status DecodePlanner::create(const Signature &sig, const CodeObject &code,
       work = std::min(
           work, std::max(itemsAt(planner.options_.minChunkKeys),
                          std::min(itemsAt(planner.smallStepChunkKeys_),
-                                  planner.smallStepItems())));
+                                  planner.smallStepBlocks() / perChunk)));
     }
     slots = std::min(slots, work);
   }
@@ -317,8 +319,8 @@ Status DecodePlanner::plan(const int32_t *seqLens, int batch, int32_t *plan,
     const int64_t sms = waveBlocks_, perChunk = blocksPerChunk_;
     int64_t floor = options_.minChunkKeys;
     if (smallStepChunkKeys_ < floor &&
-        workItems(roundUp(smallStepChunkKeys_, tileK_)) * perChunk <=
-            smallStepItems())
+        workItems(roundUp(smallStepChunkKeys_, tileK_)) <=
+            smallStepBlocks() / perChunk)
       floor = smallStepChunkKeys_;
     const int64_t even =
         roundUp(std::max<int64_t>(floor, ceilDiv(totalKeys * perChunk, sms)),

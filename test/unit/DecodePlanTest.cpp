@@ -349,6 +349,30 @@ TEST_CASE("fp8 caches take two-tile chunks only in steps that leave most "
   CHECK(summary.numWork == 16);
 }
 
+TEST_CASE("64-row blocks take two-tile chunks in steps that leave most SMs "
+          "idle",
+          "[decode-plan]") {
+  // 128 heads: two 64-row blocks a chunk.
+  const Signature sig = decodeSignature(128);
+  const CodeObject code = decodeCode(64, 64, 128);
+  CHECK(DecodePlanner::smallStepChunkKeysFor(sig, 2) == 128);
+  DecodePlanOptions options{2, 132};
+  options.maxSeqLen = 4096;
+  DecodePlanner planner = makePlanner(sig, code, options);
+  CHECK(planner.options().minChunkKeys == 256);
+  DecodePlanSummary summary;
+  // One request: 32 chunks of 128, 64 blocks of 132 SMs.
+  checkPlan(planner, 64, {4096}, &summary);
+  CHECK(summary.chunkKeys == 128);
+  CHECK(summary.numWork == 32);
+  // Two: 128 blocks in chunks of 128, so 256-key chunks.
+  checkPlan(planner, 64, {4096, 4096}, &summary);
+  CHECK(summary.chunkKeys == 256);
+  CHECK(summary.numWork == 32);
+  // Small steps hold at most 66 blocks, 33 items of two blocks.
+  CHECK(planner.sizes().workCapacity == 33);
+}
+
 TEST_CASE("a wave holds as many NVIDIA blocks as shared memory allows",
           "[decode-plan]") {
   // fp8 16-row blocks on sm_90a (98816 bytes) fit twice on an SM: the

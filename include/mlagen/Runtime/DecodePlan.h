@@ -130,7 +130,7 @@ public:
   // leaves minChunkKeys 0.
   static int minChunkKeysFor(const Signature &sig, int blocksPerChunk);
   // The same for small steps: those whose chunks of this many keys fill at
-  // most half a wave (smallStepItems()); at most minChunkKeysFor.
+  // most half a wave of blocks; at most minChunkKeysFor.
   static int smallStepChunkKeysFor(const Signature &sig, int blocksPerChunk);
   // A request of one cluster's chunks merges in its cluster only when the
   // step's chunks are longer than this many keys (else in the grid).
@@ -172,9 +172,10 @@ private:
   bool gridMerge_ = false; // pairs not merged in clusters merge in the grid
   int64_t clusterMergeAbove_ = 0; // clusterMergeAbove()
   // The small-step floor (smallStepChunkKeysFor, or the caller's
-  // minChunkKeys), and the blocks a small step fills at most.
+  // minChunkKeys), and the blocks a small step fills at most (half a
+  // wave; its work items are these over blocksPerChunk_).
   int smallStepChunkKeys_ = 0;
-  int64_t smallStepItems() const { return waveBlocks_ / 2; }
+  int64_t smallStepBlocks() const { return waveBlocks_ / 2; }
 };
 
 } // namespace mlagen
