@@ -103,20 +103,24 @@ int DecodePlanner::minChunkKeysFor(const Signature &sig, int blocksPerChunk) {
              : 256;
 }
 
-// The same blocks on an fp8 cache gain from two-tile chunks in steps that
-// leave most SMs idle, where a step is the latency of its longest chain
-// (H100, bench/probes/probe_fp8_small.py, fp8 q: B1 S4096 16.5 -> 14.9-15.1
-// us, B2 S4096 17.4-17.6 -> 16.0-16.2, B1 S1024 16.0-16.1 -> 13.8-14.0, B8
-// S1024 18.7-18.8 -> 17.3-17.4, q_len 2 B1 S4096 20.4-20.5 -> 18.3-18.4).
-// Where two-tile chunks fill the SMs they gain nothing or lose (B32 S512
-// 17.1-17.7 -> 18.0-18.8 us: its pairs went to the reduce). The 64-row
-// blocks (two a chunk at 128 heads) gain the same way (H200, bf16: B1
-// S4096 25.4-25.5 -> 23.2 us, B1 S1024 25.0 -> 20.8-20.9, B2 S1024
-// 25.3-25.7 -> 22.1-22.3; fp8 cache 42.1 -> 38.4-38.5 at B1 S4096).
+// Steps that leave most SMs idle are the latency of their longest chain,
+// and shorter chunks shorten it: sm_90a's MLA decode (any rows, any cache)
+// takes chunks of one 64-key tile while they need at most half a wave of
+// blocks, else two tiles while those do, else the kernel's floor. H100,
+// bench/probes/probe_fp8_small.py, two tiles against four on an fp8 cache
+// (fp8 q): B1 S4096 16.5 -> 14.9-15.1 us, B1 S1024 16.0-16.1 -> 13.8-14.0,
+// B8 S1024 18.7-18.8 -> 17.3-17.4; where two-tile chunks fill the SMs they
+// lose (B32 S512 17.1-17.7 -> 18.0-18.8: its pairs went to the reduce).
+// H200, 128 heads, two tiles against four: B1 S1024 24.6-25.1 -> 20.4-20.7
+// (bf16), 42.5-42.7 -> 36.1-36.2 (fp8 cache). One tile against two (H200,
+// same probe): 16 heads bf16 B1 S1024 13.4-13.5 -> 12.4-12.6, B1 S512
+// 13.2-13.4 -> 12.1-12.2, B4 S512 14.1-14.3 -> 13.1-13.4; 128 heads fp8 q
+// B1 S1024 25.3-25.8 -> 22.3-22.4; none slower (the thirty-fourth stop's
+// one-tile chunks lost to a one-tile path the kernels no longer have).
 int DecodePlanner::smallStepChunkKeysFor(const Signature &sig,
                                          int blocksPerChunk) {
   return sig.op == OpKind::Decode && sig.arch == Arch::SM90A
-             ? 128
+             ? 64
              : minChunkKeysFor(sig, blocksPerChunk);
 }
 
@@ -317,11 +321,18 @@ Status DecodePlanner::plan(const int32_t *seqLens, int batch, int32_t *plan,
   int64_t chunk = options_.invariantChunkKeys;
   if (!batchInvariant_) {
     const int64_t sms = waveBlocks_, perChunk = blocksPerChunk_;
+    // A small step takes the shortest of the small-step floor and its
+    // doublings below the kernel's floor whose chunks fit in half a wave;
+    // requests no longer than that floor stay whole (H200: 128 heads S256
+    // bf16 15.6-15.8 us whole, 19.9-20.2 in four one-tile chunks; fp8 at 16
+    // heads B4 S256 13.2-13.5 against 14.8-14.9 in sixteen).
     int64_t floor = options_.minChunkKeys;
-    if (smallStepChunkKeys_ < floor &&
-        workItems(roundUp(smallStepChunkKeys_, tileK_)) <=
-            smallStepBlocks() / perChunk)
-      floor = smallStepChunkKeys_;
+    for (int64_t small = smallStepChunkKeys_; small < floor && longest > floor;
+         small *= 2)
+      if (workItems(roundUp(small, tileK_)) <= smallStepBlocks() / perChunk) {
+        floor = small;
+        break;
+      }
     const int64_t even =
         roundUp(std::max<int64_t>(floor, ceilDiv(totalKeys * perChunk, sms)),
                 tileK_);

@@ -222,7 +222,8 @@ TEST_CASE("planner sizes follow from max_batch, SMs and the kernel",
   SECTION("max_seq_len bounds the work of small batches") {
     DecodePlanner planner =
         makePlanner(decodeSignature(), decodeCode(), {2, 132, 1000});
-    CHECK(planner.sizes().workCapacity == 2 * 8); // 8 chunks of >= 128 each
+    // Small steps' one-tile chunks: 16 of 64 keys each, 32 of at most 66.
+    CHECK(planner.sizes().workCapacity == 2 * 16);
   }
   SECTION("batch-invariant: fixed chunks of the longest request") {
     DecodePlanner planner = makePlanner(decodeSignature(16, 1, true),
@@ -290,36 +291,31 @@ TEST_CASE("the shortest chunk follows the kernel unless the caller sets it",
   checkPlan(planner, 64, {4096}, &summary);
   CHECK(summary.chunkKeys == 256);
   CHECK(summary.numWork == 16);
-  checkPlan(makePlanner(decodeSignature(), decodeCode(), {64, 132}), 64, {4096},
-            &summary);
+  // Steps that fill more than half a wave keep the kernel's floor.
+  checkPlan(makePlanner(decodeSignature(), decodeCode(), {64, 132}), 64,
+            {8192, 8192}, &summary);
   CHECK(summary.chunkKeys == 128);
-  CHECK(summary.numWork == 32);
-  // A lone request of two floors' keys stays whole: splitting costs a merge.
-  checkPlan(makePlanner(decodeSignature(), decodeCode(), {64, 132}), 64, {256},
-            &summary);
-  CHECK(summary.numWork == 1);
-  checkPlan(makePlanner(decodeSignature(), decodeCode(), {64, 132}), 64, {512},
-            &summary);
-  CHECK(summary.numWork == 4);
+  CHECK(summary.numWork == 128);
 }
 
-TEST_CASE("fp8 caches take two-tile chunks only in steps that leave most "
-          "SMs idle",
+TEST_CASE("small steps take one- or two-tile chunks while they fill at most "
+          "half a wave",
           "[decode-plan]") {
-  // sm_90a's 16-row e4m3 kernels merge pairs in clusters.
+  // sm_90a's 16-row e4m3 kernels (an fp8 cache) merge pairs in clusters.
   const Signature fp8 = decodeSignature(16, 1, false, true);
   const CodeObject code = decodeCode(64, 16, 16, 2);
-  CHECK(DecodePlanner::smallStepChunkKeysFor(fp8, 1) == 128);
+  CHECK(DecodePlanner::smallStepChunkKeysFor(fp8, 1) == 64);
   DecodePlanOptions options{64, 132};
   options.maxSeqLen = 4096;
   DecodePlanner planner = makePlanner(fp8, code, options);
   CHECK(planner.options().minChunkKeys == 256);
   DecodePlanSummary summary;
-  // One request: 32 chunks of 128 fill 32 of 132 SMs.
+  // One request: 64 one-tile chunks fill 64 of 132 SMs.
   checkPlan(planner, 64, {4096}, &summary);
-  CHECK(summary.chunkKeys == 128);
-  CHECK(summary.numWork == 32);
-  // Eight of 1024 keys: 64 chunks of 128, at most half a wave.
+  CHECK(summary.chunkKeys == 64);
+  CHECK(summary.numWork == 64);
+  // Eight of 1024 keys: 128 one-tile chunks are too many, 64 of two tiles
+  // fit.
   checkPlan(planner, 64, std::vector<int32_t>(8, 1024), &summary);
   CHECK(summary.chunkKeys == 128);
   CHECK(summary.numWork == 64);
@@ -329,19 +325,26 @@ TEST_CASE("fp8 caches take two-tile chunks only in steps that leave most "
   CHECK(summary.chunkKeys == 256);
   CHECK(summary.numWork == 64);
   CHECK(summary.mergeGroups == 32);
+  // Four of 256 keys, the floor: whole.
+  checkPlan(planner, 64, std::vector<int32_t>(4, 256), &summary);
+  CHECK(summary.numWork == 4);
   // Four of 4096: 128 blocks in chunks of 128, so 64 of 256.
   checkPlan(planner, 64, std::vector<int32_t>(4, 4096), &summary);
   CHECK(summary.chunkKeys == 256);
   CHECK(summary.numWork == 64);
-  // The work list holds the small steps' items, and no more than the
-  // 256-key floor's where those are more: 64 x 16 chunks of 256 here.
+  // The work list holds the small steps' items (at most half a wave), and
+  // no more than the 256-key floor's where those are more: 64 x 16 here.
   CHECK(planner.sizes().workCapacity == 64 + 132);
   DecodePlanOptions one = options;
   one.maxBatch = 1;
-  CHECK(makePlanner(fp8, code, one).sizes().workCapacity == 32);
+  CHECK(makePlanner(fp8, code, one).sizes().workCapacity == 64);
   one.maxBatch = 8;
-  // Eight of 4096 keys: 128 items of 256; small steps hold at most 66.
   CHECK(makePlanner(fp8, code, one).sizes().workCapacity == 128);
+  // A 16-bit cache's floor is 128: its small steps take one tile.
+  checkPlan(makePlanner(decodeSignature(), code, options), 64, {2048},
+            &summary);
+  CHECK(summary.chunkKeys == 64);
+  CHECK(summary.numWork == 32);
   // A floor the caller sets holds for every step.
   options.minChunkKeys = 256;
   checkPlan(makePlanner(fp8, code, options), 64, {4096}, &summary);
@@ -349,19 +352,22 @@ TEST_CASE("fp8 caches take two-tile chunks only in steps that leave most "
   CHECK(summary.numWork == 16);
 }
 
-TEST_CASE("64-row blocks take two-tile chunks in steps that leave most SMs "
-          "idle",
+TEST_CASE("64-row blocks count two blocks a chunk toward half a wave",
           "[decode-plan]") {
   // 128 heads: two 64-row blocks a chunk.
   const Signature sig = decodeSignature(128);
   const CodeObject code = decodeCode(64, 64, 128);
-  CHECK(DecodePlanner::smallStepChunkKeysFor(sig, 2) == 128);
+  CHECK(DecodePlanner::smallStepChunkKeysFor(sig, 2) == 64);
   DecodePlanOptions options{2, 132};
   options.maxSeqLen = 4096;
   DecodePlanner planner = makePlanner(sig, code, options);
   CHECK(planner.options().minChunkKeys == 256);
   DecodePlanSummary summary;
-  // One request: 32 chunks of 128, 64 blocks of 132 SMs.
+  // One request of 2048 keys: 32 one-tile chunks, 64 blocks.
+  checkPlan(planner, 64, {2048}, &summary);
+  CHECK(summary.chunkKeys == 64);
+  CHECK(summary.numWork == 32);
+  // 4096 keys: 64 one-tile chunks are 128 blocks; 32 of 128 keys fit.
   checkPlan(planner, 64, {4096}, &summary);
   CHECK(summary.chunkKeys == 128);
   CHECK(summary.numWork == 32);
@@ -369,6 +375,9 @@ TEST_CASE("64-row blocks take two-tile chunks in steps that leave most SMs "
   checkPlan(planner, 64, {4096, 4096}, &summary);
   CHECK(summary.chunkKeys == 256);
   CHECK(summary.numWork == 32);
+  // Requests no longer than the floor stay whole.
+  checkPlan(planner, 64, {256}, &summary);
+  CHECK(summary.numWork == 1);
   // Small steps hold at most 66 blocks, 33 items of two blocks.
   CHECK(planner.sizes().workCapacity == 33);
 }
@@ -423,8 +432,16 @@ TEST_CASE("blocks fill whole waves rather than spill into a new one",
       checkPlan(planner, 64, lens, &summary);
       // The even spread: every key over 132 SMs, at least the floor a chunk.
       const int64_t keys = int64_t(batch) * len;
+      // Small steps (chunks that fill at most half a wave) go down to one
+      // or two tiles.
+      int64_t floor = planner.options().minChunkKeys;
+      for (int64_t small : {64, 128})
+        if (small < floor && batch * ((len + small - 1) / small) <= 66) {
+          floor = small;
+          break;
+        }
       const int64_t even =
-          (std::max<int64_t>(planner.options().minChunkKeys, (keys + 131) / 132) + 63) / 64 * 64;
+          (std::max<int64_t>(floor, (keys + 131) / 132) + 63) / 64 * 64;
       const int64_t waves = (summary.numWork + 131) / 132;
       CAPTURE(batch, len, summary.numWork, summary.chunkKeys);
       CHECK(summary.chunkKeys >= even);

@@ -548,8 +548,9 @@ TEST_CASE("the decode C API plans and launches", "[decode-runtime]") {
   int64_t used = 0;
   REQUIRE(mlagen_decode_plan(planner, seqLens, 3, plan.data(), plan.size(),
                              &used) == MLAGEN_OK);
-  // 3000 keys in chunks of the kernel's floor (sm_90a: 128 keys), then two.
-  const int floor = DecodePlanner::minChunkKeysFor(sig, 1);
+  // A small step (49 items, under half of 132 SMs): 3000 keys in one-tile
+  // chunks (sm_90a: 64 keys), then two.
+  const int floor = DecodePlanner::smallStepChunkKeysFor(sig, 1);
   const int chunks = (3000 + floor - 1) / floor;
   CHECK(plan[0] == chunks + 1 + 1);
   CHECK(used == 16 + 4 * plan[0]);

@@ -129,8 +129,9 @@ public:
   // The shortest chunk a kernel's balanced plans take when the caller
   // leaves minChunkKeys 0.
   static int minChunkKeysFor(const Signature &sig, int blocksPerChunk);
-  // The same for small steps: those whose chunks of this many keys fill at
-  // most half a wave of blocks; at most minChunkKeysFor.
+  // The same for small steps: those whose chunks of this many keys (or of
+  // a doubling below minChunkKeysFor) fill at most half a wave of blocks
+  // and whose longest request is longer than minChunkKeysFor.
   static int smallStepChunkKeysFor(const Signature &sig, int blocksPerChunk);
   // A request of one cluster's chunks merges in its cluster only when the
   // step's chunks are longer than this many keys (else in the grid).
