@@ -1,7 +1,8 @@
 //===- DecodePlan.cpp - split-KV work lists for absorbed MLA decode -------===//
 //
 // Balanced mode picks one chunk length per step. Starting from the length
-// that spreads all keys evenly over the SMs (never below minChunkKeys), it
+// that spreads all keys evenly over the SMs (never below minChunkKeys, or
+// in small steps the small-step floor: smallStepChunkKeysFor), it
 // tries a few longer ones and keeps the one with the least estimated time:
 // waves of blocks times the longest chunk, each block paying a fixed cost,
 // and a merge cost where a request is split.
