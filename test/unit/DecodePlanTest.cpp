@@ -298,6 +298,17 @@ TEST_CASE("the shortest chunk follows the kernel unless the caller sets it",
   CHECK(summary.numWork == 128);
 }
 
+// Plans `lens` (checkPlan's rules) and expects chunks of `chunkKeys` in
+// `numWork` items.
+static void expectChunks(const DecodePlanner &planner,
+                  const std::vector<int32_t> &lens, int64_t chunkKeys,
+                  int numWork) {
+  DecodePlanSummary summary;
+  checkPlan(planner, 64, lens, &summary);
+  CHECK(summary.chunkKeys == chunkKeys);
+  CHECK(summary.numWork == numWork);
+}
+
 TEST_CASE("small steps take one- or two-tile chunks while they fill at most "
           "half a wave",
           "[decode-plan]") {
@@ -311,27 +322,20 @@ TEST_CASE("small steps take one- or two-tile chunks while they fill at most "
   CHECK(planner.options().minChunkKeys == 256);
   DecodePlanSummary summary;
   // One request: 64 one-tile chunks fill 64 of 132 SMs.
-  checkPlan(planner, 64, {4096}, &summary);
-  CHECK(summary.chunkKeys == 64);
-  CHECK(summary.numWork == 64);
+  expectChunks(planner, {4096}, 64, 64);
   // Eight of 1024 keys: 128 one-tile chunks are too many, 64 of two tiles
   // fit.
-  checkPlan(planner, 64, std::vector<int32_t>(8, 1024), &summary);
-  CHECK(summary.chunkKeys == 128);
-  CHECK(summary.numWork == 64);
+  expectChunks(planner, std::vector<int32_t>(8, 1024), 128, 64);
   // 32 of 512 keys would take 128 blocks in chunks of 128: they keep 256,
   // so that each request is a pair merged in its cluster.
   checkPlan(planner, 64, std::vector<int32_t>(32, 512), &summary);
   CHECK(summary.chunkKeys == 256);
-  CHECK(summary.numWork == 64);
   CHECK(summary.mergeGroups == 32);
   // Four of 256 keys, the floor: whole.
   checkPlan(planner, 64, std::vector<int32_t>(4, 256), &summary);
   CHECK(summary.numWork == 4);
   // Four of 4096: 128 blocks in chunks of 128, so 64 of 256.
-  checkPlan(planner, 64, std::vector<int32_t>(4, 4096), &summary);
-  CHECK(summary.chunkKeys == 256);
-  CHECK(summary.numWork == 64);
+  expectChunks(planner, std::vector<int32_t>(4, 4096), 256, 64);
   // The work list holds the small steps' items (at most half a wave), and
   // no more than the 256-key floor's where those are more: 64 x 16 here.
   CHECK(planner.sizes().workCapacity == 64 + 132);
@@ -341,15 +345,10 @@ TEST_CASE("small steps take one- or two-tile chunks while they fill at most "
   one.maxBatch = 8;
   CHECK(makePlanner(fp8, code, one).sizes().workCapacity == 128);
   // A 16-bit cache's floor is 128: its small steps take one tile.
-  checkPlan(makePlanner(decodeSignature(), code, options), 64, {2048},
-            &summary);
-  CHECK(summary.chunkKeys == 64);
-  CHECK(summary.numWork == 32);
+  expectChunks(makePlanner(decodeSignature(), code, options), {2048}, 64, 32);
   // A floor the caller sets holds for every step.
   options.minChunkKeys = 256;
-  checkPlan(makePlanner(fp8, code, options), 64, {4096}, &summary);
-  CHECK(summary.chunkKeys == 256);
-  CHECK(summary.numWork == 16);
+  expectChunks(makePlanner(fp8, code, options), {4096}, 256, 16);
 }
 
 TEST_CASE("64-row blocks count two blocks a chunk toward half a wave",
@@ -364,17 +363,11 @@ TEST_CASE("64-row blocks count two blocks a chunk toward half a wave",
   CHECK(planner.options().minChunkKeys == 256);
   DecodePlanSummary summary;
   // One request of 2048 keys: 32 one-tile chunks, 64 blocks.
-  checkPlan(planner, 64, {2048}, &summary);
-  CHECK(summary.chunkKeys == 64);
-  CHECK(summary.numWork == 32);
+  expectChunks(planner, {2048}, 64, 32);
   // 4096 keys: 64 one-tile chunks are 128 blocks; 32 of 128 keys fit.
-  checkPlan(planner, 64, {4096}, &summary);
-  CHECK(summary.chunkKeys == 128);
-  CHECK(summary.numWork == 32);
+  expectChunks(planner, {4096}, 128, 32);
   // Two: 128 blocks in chunks of 128, so 256-key chunks.
-  checkPlan(planner, 64, {4096, 4096}, &summary);
-  CHECK(summary.chunkKeys == 256);
-  CHECK(summary.numWork == 32);
+  expectChunks(planner, {4096, 4096}, 256, 32);
   // Requests no longer than the floor stay whole.
   checkPlan(planner, 64, {256}, &summary);
   CHECK(summary.numWork == 1);
