@@ -405,8 +405,8 @@ def main():
     for kinds in (dict(), dict(fp8=True), dict(fp8=True, fp8_q=True)):
         report(numerics_case(rt, arch, 16, 1, 64, [4096] * 32, num_sms, **kinds))
         report(numerics_case(rt, arch, 16, 1, 64, [3000, 2900, 1000, 2048, 4096, 0], 8, **kinds))
-    # Small steps (sm_90a: chunks of two tiles while they fill at most half
-    # the SMs, DecodePlanner::smallStepChunkKeysFor): one request of 4096
+    # Small steps (sm_90a: chunks of one or two tiles while they fill at
+    # most half the SMs, DecodePlanner::smallStepChunkKeysFor): one request of 4096
     # keys, and two of 1024 and 700, at 16 and 128 heads, every cache and q
     # type.
     for heads in (16, 128):
