@@ -1,10 +1,14 @@
-# What a decode plan sized for a large max_batch costs a small step: the
-# grid is the work list's capacity (max_batch + SMs when max_seq_len is
-# unbounded), and blocks past the step's items only read their item and
-# exit. H16 page 64 S4096 (SEQ), bf16 / fp8 q + cache; each step planned
-# with max_batch = its batch (max_seq_len = SEQ, as bench_decode does) and
-# with max_batch = MAX_BATCH (256) and max_seq_len unbounded, as an
-# engine's buffers are. Prints us (grid) per plan; $NAME labels the line.
+# What a decode plan sized for a large max_batch costs a small step: blocks
+# past the step's items only read their item and exit. H16 page 64 S4096
+# (SEQ), bf16 / fp8 q + cache; each step planned three ways: with
+# max_batch = its batch (max_seq_len = SEQ, as bench_decode does); with
+# max_batch = MAX_BATCH (256) and max_seq_len unbounded, as an engine's
+# buffers are, launched with the plan's item count (plan_work: the grid
+# covers the plan's items, as kernel.decode does since the fifty-fifth
+# stop); and the same plan launched with plan_work -1 (grid x = the work
+# list's capacity, as under graph capture). Prints us (items / work
+# capacity) per plan;
+# $NAME labels the line.
 import math, os, sys, torch
 sys.path.insert(0, "bench")
 from bench_decode import bench
@@ -29,11 +33,35 @@ for batch in [int(b) for b in os.environ.get("BATCHES", "1,4,16,64").split(",")]
         lens = torch.full((batch,), seq, device="cuda", dtype=torch.int32)
         out = torch.empty(batch, 1, heads, 512, device="cuda", dtype=torch.bfloat16)
         lse = torch.empty(batch, 1, heads, device="cuda", dtype=torch.float32)
-        for max_batch, max_seq in ((batch, seq), (big, 0)):
+        name = "fp8" if fp8 else "bf16"
+        for label, max_batch, max_seq, known in (("sized", batch, seq, True),
+                                                 (f"max_batch {big}", big, 0, True),
+                                                 (f"max_batch {big} grid=capacity", big, 0, False)):
             plan = mlagen.DecodePlan(kernel, max_batch, max_seq_len=max_seq).update([seq] * batch)
+            items = plan.num_work
+            if not known:
+                plan.num_work = -1  # what a launch that does not know the count passes
             torch.cuda.synchronize()
             step = lambda: kernel.decode(q, kv, out, table, lens, plan, 1 / math.sqrt(192), lse=lse,
                                          kv_scale=1 / 16 if fp8 else 1.0, q_scale=1 / 32 if fp8 else 1.0)
-            cells.append(f"{'fp8' if fp8 else 'bf16'} max_batch {max_batch}: {bench(step) * 1e3:.1f} ({plan.work_capacity})")
+            cells.append(f"{name} {label}: {bench(step) * 1e3:.1f} ({items}/{plan.work_capacity})")
     res.append(f"B{batch}: " + ", ".join(cells))
 print(os.environ.get("NAME", "?"), f"H{heads} S{seq}", " | ".join(res), flush=True)
+# PAGED=1: the paged GQA decode of bench_paged_decode.py (32/8 heads d128,
+# page 16, S4096) at the same batches, on buffers for MAX_BATCH requests,
+# launched with the plan's item count and without it.
+if os.environ.get("PAGED") == "1":
+    import bench_paged_decode as bpd
+    res = []
+    for batch in [int(b) for b in os.environ.get("BATCHES", "1,4,16,64").split(",")]:
+        cells = []
+        for fp8 in (False, True):
+            step = bpd.mlagen_paged(rt, "sm_90a", batch, 16, fp8, max_batch=big)
+            items = step.plan.num_work
+            known = bench(step) * 1e3
+            step.plan.num_work = -1
+            whole = bench(step) * 1e3
+            cells.append(f"{'fp8' if fp8 else 'bf16'}: {known:.1f} against {whole:.1f} "
+                         f"({items}/{step.plan.work_capacity})")
+        res.append(f"B{batch}: " + ", ".join(cells))
+    print(os.environ.get("NAME", "?"), "paged 32/8 d128 S4096", " | ".join(res), flush=True)

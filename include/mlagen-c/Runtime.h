@@ -236,8 +236,9 @@ MLAGEN_C_EXPORT int mlagen_decode_planner_sizes(
  * request, its q_len new tokens included; 0 <= batch <= max_batch) into
  * plan (host, plan_ints >= PLAN_INTS). *used_ints (may be NULL): the prefix
  * the kernels read; copy at least that many int32 to the device plan.
- * plan[1] counts the partial slots its reduce merges (requests of more than
- * two chunks; the decode grid merges pairs): pass it as plan_slots;
+ * plan[0] counts its work items: pass it as plan_work; plan[1] the partial
+ * slots its reduce merges (requests of more than two chunks; the decode
+ * grid merges pairs): pass it as plan_slots;
  * plan[3] its requests merged inside clusters: pass it as plan_groups. The
  * decode kernel counts arrivals in the device plan and leaves it as copied. */
 MLAGEN_C_EXPORT int mlagen_decode_plan(const mlagen_decode_planner *planner,
@@ -257,13 +258,15 @@ MLAGEN_C_EXPORT int mlagen_decode_plan(const mlagen_decode_planner *planner,
  * q_scale: fp8 q's per-tensor scale (dequantised q = q_scale * stored;
  * finite, > 0); 16-bit q ignores it (pass 1). kv_scale: an fp8 cache's
  * per-tensor scale (dequantised = kv_scale * stored; finite, > 0); 16-bit
- * caches ignore it (pass 1). plan_slots: the reduce's slot count of the
- * plan in device_plan (plan[1] of the host plan), or -1 if unknown; with 0
- * the reduce, which would merge nothing, is not launched (unless the stream is
- * being captured into a graph, whose replays may meet other plans).
- * plan_groups: plan[3] of the host plan, or -1 if unknown; with 0 the
- * decode launches without thread-block clusters (same proviso). Does not
- * wait for the GPU. */
+ * caches ignore it (pass 1). The plan's counts, where known (-1: unknown),
+ * let a step launch less, unless the stream is being captured into a graph,
+ * whose replays may meet other plans: plan_work (plan[0] of the host plan,
+ * its work items) sizes the decode grid to them rather than to the work
+ * capacity, whose blocks past them only exit (a value below plan[0] leaves
+ * work unrun); with plan_slots 0 (plan[1], the reduce's slots) the reduce,
+ * which would merge nothing, is not launched; with plan_groups 0 (plan[3])
+ * the decode launches without thread-block clusters. Does not wait for the
+ * GPU. */
 MLAGEN_C_EXPORT int
 mlagen_decode_run(const mlagen_decode_planner *planner, const void *q,
                   const void *kv_cache, void *out, float *lse,
@@ -271,8 +274,8 @@ mlagen_decode_run(const mlagen_decode_planner *planner, const void *q,
                   const int32_t *seq_lens, const int32_t *device_plan,
                   float *partial_out, float *partial_lse, int batch, int q_len,
                   int num_heads, const int64_t *strides, float softmax_scale,
-                  float q_scale, float kv_scale, int plan_slots, int plan_groups,
-                  void *stream);
+                  float q_scale, float kv_scale, int plan_work, int plan_slots,
+                  int plan_groups, void *stream);
 
 /* One paged GQA decode step (templates/PAGED_DECODE_CONTRACT.md) on
  * `stream`: mlagen_paged_decode, then mlagen_paged_decode_reduce. The
@@ -288,8 +291,8 @@ mlagen_decode_run(const mlagen_decode_planner *planner, const void *q,
  * element strides q_batch, q_token, q_head, out_batch, out_token, out_head,
  * kv_block, kv_token, kv_head; 0 means contiguous. softmax_scale is
  * required (> 0). alibi_slopes: [num_q_heads] fp32 device array, required
- * by an alibi=1 kernel and refused (non-NULL) by any other. plan_slots as
- * for mlagen_decode_run. Does not wait for the GPU. */
+ * by an alibi=1 kernel and refused (non-NULL) by any other. plan_work and
+ * plan_slots as for mlagen_decode_run. Does not wait for the GPU. */
 MLAGEN_C_EXPORT int mlagen_paged_decode_run(
     const mlagen_decode_planner *planner, const void *q, const void *k_cache,
     const void *v_cache, void *out, float *lse, const int32_t *block_table,
@@ -297,7 +300,7 @@ MLAGEN_C_EXPORT int mlagen_paged_decode_run(
     float *partial_out, float *partial_lse, int batch, int q_len,
     int num_q_heads, int num_kv_heads, const int64_t *strides,
     float softmax_scale, const float *k_scale, const float *v_scale,
-    const float *alibi_slopes, int plan_slots, void *stream);
+    const float *alibi_slopes, int plan_work, int plan_slots, void *stream);
 
 /* mlagen_decode_run in checked mode (templates/DECODE_CONTRACT.md, "Checked
  * mode"): error_flags (MLAGEN_DECODE_ERROR_FLAG_INTS device int32, zeroed by
@@ -314,8 +317,8 @@ MLAGEN_C_EXPORT int mlagen_decode_run_checked(
     const int32_t *seq_lens, const int32_t *device_plan, float *partial_out,
     float *partial_lse, int batch, int q_len, int num_heads,
     const int64_t *strides, float softmax_scale, float q_scale, float kv_scale,
-    int32_t *error_flags, int64_t num_blocks, int max_pages, int plan_slots,
-    int plan_groups, void *stream);
+    int32_t *error_flags, int64_t num_blocks, int max_pages, int plan_work,
+    int plan_slots, int plan_groups, void *stream);
 
 /* 0 when host_flags (a host copy of a checked decode's error_flags) hold no
  * error; else MLAGEN_INVALID_ARGUMENT (or the status code) with

@@ -524,12 +524,13 @@ int mlagen_decode_run(const mlagen_decode_planner *planner, const void *q,
                       float *partial_out, float *partial_lse, int batch,
                       int q_len, int num_heads, const int64_t *strides,
                       float softmax_scale, float q_scale, float kv_scale,
-                      int plan_slots, int plan_groups, void *stream) {
+                      int plan_work, int plan_slots, int plan_groups,
+                      void *stream) {
   return mlagen_decode_run_checked(
       planner, q, kv_cache, out, lse, block_table, block_table_stride, seq_lens,
       device_plan, partial_out, partial_lse, batch, q_len, num_heads, strides,
-      softmax_scale, q_scale, kv_scale, nullptr, 0, 0, plan_slots, plan_groups,
-      stream);
+      softmax_scale, q_scale, kv_scale, nullptr, 0, 0, plan_work, plan_slots,
+      plan_groups, stream);
 }
 
 int mlagen_decode_error_check(const int32_t *host_flags) {
@@ -542,8 +543,8 @@ int mlagen_decode_run_checked(
     const int32_t *seq_lens, const int32_t *device_plan, float *partial_out,
     float *partial_lse, int batch, int q_len, int num_heads,
     const int64_t *strides, float softmax_scale, float q_scale, float kv_scale,
-    int32_t *error_flags, int64_t num_blocks, int max_pages, int plan_slots,
-    int plan_groups, void *stream) {
+    int32_t *error_flags, int64_t num_blocks, int max_pages, int plan_work,
+    int plan_slots, int plan_groups, void *stream) {
   return guarded([&]() -> Status {
     if (!planner)
       return Status(StatusCode::InvalidArgument, "planner is null");
@@ -577,6 +578,7 @@ int mlagen_decode_run_checked(
     args.errorFlags = error_flags;
     args.numBlocks = num_blocks;
     args.maxPages = max_pages;
+    args.planWork = plan_work;
     args.planSlots = plan_slots;
     args.planGroups = plan_groups;
     args.stream = stream;
@@ -591,7 +593,7 @@ int mlagen_paged_decode_run(
     float *partial_out, float *partial_lse, int batch, int q_len,
     int num_q_heads, int num_kv_heads, const int64_t *strides,
     float softmax_scale, const float *k_scale, const float *v_scale,
-    const float *alibi_slopes, int plan_slots, void *stream) {
+    const float *alibi_slopes, int plan_work, int plan_slots, void *stream) {
   return guarded([&]() -> Status {
     if (!planner)
       return Status(StatusCode::InvalidArgument, "planner is null");
@@ -625,6 +627,7 @@ int mlagen_paged_decode_run(
     args.kScale = k_scale;
     args.vScale = v_scale;
     args.alibiSlopes = alibi_slopes;
+    args.planWork = plan_work;
     args.planSlots = plan_slots;
     args.stream = stream;
     return handle.runtime->runPagedDecode(*handle.kernel, args);

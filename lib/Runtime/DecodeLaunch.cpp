@@ -74,6 +74,10 @@ Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
                            std::to_string(args.blockTableStride) + ")");
   if (Status status = checkPlanSlots(args.planSlots); !status)
     return status;
+  if (Status status =
+          checkPlanWork(args.planWork, args.batch, args.workCapacity);
+      !status)
+    return status;
   if (!args.mergeArrivals)
     return invalidArgument("merge_arrivals is null: bind the device plan with "
                            "DecodePlanner::bindPlan, which points it into "

@@ -57,6 +57,19 @@ private:
   DeviceFunction function_;
 };
 
+// Outside graph capture a step's grid need only cover its plan's work
+// items (rounded up to whole clusters): the blocks past them read their
+// item and exit, and a work list sized for an engine's max_batch launches
+// hundreds of those, 1-2 us of a small step at 128 heads. A captured launch
+// keeps the capacity, since its replays may meet larger plans.
+void fitGridToPlan(LaunchGeometry &geometry, int planWork, int workCapacity) {
+  const unsigned blocksPerItem = geometry.grid[0] / workCapacity;
+  const unsigned cluster = geometry.clusterX;
+  const unsigned items =
+      (std::max(planWork, 1) + cluster - 1) / cluster * cluster;
+  geometry.grid[0] = std::min(geometry.grid[0], items * blocksPerItem);
+}
+
 Status invalidArgument(const std::string &message) {
   return Status(StatusCode::InvalidArgument, message);
 }
@@ -637,15 +650,20 @@ Status RuntimeImpl::runDecode(const Kernel &kernel, const DecodeArgs &args) {
                              launch, cacheMap)) {
     launch.params.kv_map_ready = tensorMap(cacheMap, launch.params.kv_map);
   }
-  // A plan without merge groups runs a little faster without clusters, and
-  // one without slots needs no reduce, unless a graph captures the launches
-  // (a replay may meet another plan): the driver is asked once, and only
-  // where a count of 0 would drop something.
+  // A plan without merge groups runs a little faster without clusters, one
+  // without slots needs no reduce and one of fewer items than the work
+  // list's capacity fewer blocks, unless a graph captures the launches (a
+  // replay may meet another plan): the driver is asked once, and only where
+  // a count would drop something.
   const bool noGroups = launch.decode.clusterX > 1 && args.planGroups == 0;
-  const bool captured = (noGroups || args.planSlots == 0) &&
+  const bool fewerItems =
+      args.planWork >= 0 && args.planWork < args.workCapacity;
+  const bool captured = (noGroups || args.planSlots == 0 || fewerItems) &&
                         backend_->capturing(args.stream);
   if (noGroups && !captured)
     launch.decode.clusterX = 1;
+  if (fewerItems && !captured)
+    fitGridToPlan(launch.decode, args.planWork, args.workCapacity);
   return launchWithReduce(*loaded, launch.decode, launch.reduce, &launch.params,
                           args.planSlots, captured, args.stream);
 }
@@ -678,10 +696,14 @@ Status RuntimeImpl::runPagedDecode(const Kernel &kernel,
           loaded->signature(), loaded->codeObject(), args, launch, empty);
       !status || empty)
     return status;
+  const bool fewerItems =
+      args.planWork >= 0 && args.planWork < args.workCapacity;
+  const bool captured = (args.planSlots == 0 || fewerItems) &&
+                        backend_->capturing(args.stream);
+  if (fewerItems && !captured)
+    fitGridToPlan(launch.decode, args.planWork, args.workCapacity);
   return launchWithReduce(*loaded, launch.decode, launch.reduce, &launch.params,
-                          args.planSlots,
-                          args.planSlots == 0 && backend_->capturing(args.stream),
-                          args.stream);
+                          args.planSlots, captured, args.stream);
 }
 
 bool RuntimeImpl::tensorMap(const TensorMapRequest &request, void *map) {

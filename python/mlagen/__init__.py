@@ -69,16 +69,17 @@ _lib.mlagen_decode_run.argtypes = [
     ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
     ctypes.POINTER(ctypes.c_int64), ctypes.c_float, ctypes.c_float, ctypes.c_float,
-    ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
-_lib.mlagen_decode_run_checked.argtypes = _lib.mlagen_decode_run.argtypes[:-3] + [
-    ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+    ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+_lib.mlagen_decode_run_checked.argtypes = _lib.mlagen_decode_run.argtypes[:-4] + [
+    ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+    ctypes.c_void_p]
 _lib.mlagen_decode_error_check.argtypes = [ctypes.c_void_p]
 _lib.mlagen_paged_decode_run.argtypes = [
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
     ctypes.POINTER(ctypes.c_int64), ctypes.c_float, ctypes.c_void_p, ctypes.c_void_p,
-    ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+    ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
 _DECODE_ERROR_FLAG_INTS = 8  # MLAGEN_DECODE_ERROR_FLAG_INTS
 _lib.mlagen_expand_page_indices_run.argtypes = [
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
@@ -440,7 +441,7 @@ class Kernel:
             plan.partial_out.data_ptr(), plan.partial_lse.data_ptr(), batch, q_shape[1],
             q_shape[2], strides, float(softmax_scale), float(q_scale), float(kv_scale),
             flags, kv_shape[0] if checked else 0, int(max_pages) if checked else 0,
-            plan.slots, plan.groups, _current_stream(stream)))
+            plan.num_work, plan.slots, plan.groups, _current_stream(stream)))
 
     def paged_decode(self, q, k_cache, v_cache, out, block_table, seq_lens, plan,
                      softmax_scale, lse=None, k_scale=None, v_scale=None, alibi_slopes=None,
@@ -517,7 +518,7 @@ class Kernel:
             plan.plan.data_ptr(), plan.partial_out.data_ptr(), plan.partial_lse.data_ptr(),
             batch, q_shape[1], hq, hkv, strides, float(softmax_scale), scales[0], scales[1],
             alibi_slopes.data_ptr() if alibi_slopes is not None else None,
-            plan.slots, _current_stream(stream)))
+            plan.num_work, plan.slots, _current_stream(stream)))
 
     def expand_page_indices(self, block_table, cu_seqlens, slots, max_seqlen,
                             seq_starts=None, stream=None):
@@ -901,7 +902,9 @@ class DecodePlan:
         self.partial_out = torch.empty(partial_out, dtype=torch.float32, device=device)
         self.partial_lse = torch.empty(partial_lse, dtype=torch.float32, device=device)
         self.batch = 0
-        self.num_work = 0
+        # Work items of the last update's plan: outside graph capture a
+        # decode launches only their blocks. -1 before any update.
+        self.num_work = -1
         # Partial slots of the last update's plan that the reduce merges
         # (requests of more than two chunks); 0 lets a decode skip its reduce
         # (outside graph capture). -1 before any update.

@@ -149,8 +149,11 @@ def reference(q, kv, table, seq_lens, page, kv_scale=1.0, q_scale=1.0):
     return out, lse, emulated
 
 
-def run(kernel, plan, q, kv, table, lens, with_lse=True, kv_scale=1.0, q_scale=1.0):
+def run(kernel, plan, q, kv, table, lens, with_lse=True, kv_scale=1.0, q_scale=1.0,
+        whole_grid=False):
     plan.update(lens.cpu().tolist())
+    if whole_grid:  # the launch is not told the plan's items: grid x = the work capacity
+        plan.num_work = -1
     out_dtype = torch.bfloat16 if q.dtype == torch.float8_e4m3fn else q.dtype
     out = torch.full((*q.shape[:3], V), float("nan"), device=DEV, dtype=out_dtype)
     lse = torch.full(q.shape[:3], float("nan"), device=DEV) if with_lse else None
@@ -187,7 +190,8 @@ def compare(out, lse, ref_out, ref_lse, emu_out, atol=ATOL, lse_atol=0.0):
 
 
 def numerics_case(rt, arch, heads, q_len, page, seq_lens, num_sms, dtype="bf16", fp8=False,
-                  fp8_q=False, spread_rows=False, climb=False, tile_q=0, row_logits=False):
+                  fp8_q=False, spread_rows=False, climb=False, tile_q=0, row_logits=False,
+                  engine_buffers=False):
     sig = signature(arch, heads, q_len, page, dtype, kv="fp8e4m3" if fp8 else None,
                     q="fp8e4m3" if fp8_q else None, tile_q=tile_q)
     kernel = rt.kernel(sig)
@@ -205,8 +209,12 @@ def numerics_case(rt, arch, heads, q_len, page, seq_lens, num_sms, dtype="bf16",
             k0 = kv[table[b, 0].long(), 0].float() * kv_scale
             q[b, :] = (logits[:, None] * k0 / (SCALE * k0.dot(k0))).to(q.dtype)
     q_scale = Q_SCALE if fp8_q else 1.0
-    plan = mlagen.DecodePlan(kernel, max_batch=len(seq_lens), num_sms=num_sms)
+    # engine_buffers: planned on buffers for 256 requests, as an engine's are,
+    # so the work list holds many more items than the step.
+    plan = mlagen.DecodePlan(kernel, max_batch=256 if engine_buffers else len(seq_lens),
+                             num_sms=num_sms)
     out, lse = run(kernel, plan, q, kv, table, lens, kv_scale=kv_scale, q_scale=q_scale)
+    work_items = plan.num_work
     # Without lse the kernels must skip that write and still produce out.
     out_no_lse, _ = run(kernel, plan, q, kv, table, lens, with_lse=False, kv_scale=kv_scale,
                         q_scale=q_scale)
@@ -219,9 +227,18 @@ def numerics_case(rt, arch, heads, q_len, page, seq_lens, num_sms, dtype="bf16",
                 lse_atol=FP8_SEESAW_LSE_ATOL if seesaw else FP8_PRODUCTS_LSE_ATOL if products else 0.0)
     r["same_out_without_lse"] = bool(torch.equal(out, out_no_lse))
     r["ok"] = r["ok"] and r["same_out_without_lse"]
-    return dict(case="row_logits" if row_logits else "numerics", signature=sig, seq_lens=seq_lens,
-                num_sms=num_sms,
-                work_items=plan.num_work, **r)
+    if engine_buffers:
+        # The grid sized to the plan's items (kernel.decode passes them) and
+        # the whole work list's grid (as under graph capture) give the same bits.
+        whole, whole_lse = run(kernel, plan, q, kv, table, lens, kv_scale=kv_scale,
+                               q_scale=q_scale, whole_grid=True)
+        torch.cuda.synchronize()
+        r["work_capacity"] = plan.work_capacity
+        r["same_bits_on_whole_grid"] = bool(torch.equal(out, whole) and torch.equal(lse, whole_lse))
+        r["ok"] = r["ok"] and r["same_bits_on_whole_grid"] and work_items < plan.work_capacity
+    case = "engine_buffers" if engine_buffers else "row_logits" if row_logits else "numerics"
+    return dict(case=case, signature=sig, seq_lens=seq_lens, num_sms=num_sms,
+                work_items=work_items, **r)
 
 
 def graph_case(rt, arch):
@@ -413,6 +430,16 @@ def main():
         for kinds in (dict(), dict(fp8=True), dict(fp8=True, fp8_q=True)):
             for lens in ([4096], [1024, 700]):
                 report(numerics_case(rt, arch, heads, 1, 64, lens, num_sms, **kinds))
+    # Small steps on an engine's buffers (max_batch 256): the launch's grid
+    # covers only the plan's items (plan_work), and the whole work list's
+    # grid gives the same bits. Also 4 row blocks an item (16 heads, q_len
+    # 4, page 16), whose blocks are numbered across grid x.
+    for heads in (16, 128):
+        for kinds in (dict(), dict(fp8=True), dict(fp8=True, fp8_q=True)):
+            report(numerics_case(rt, arch, heads, 1, 64, [4096], num_sms, engine_buffers=True,
+                                 **kinds))
+    report(numerics_case(rt, arch, 16, 4, 16, ragged, num_sms, engine_buffers=True))
+    report(numerics_case(rt, arch, 128, 1, 64, [1024, 700, 1], num_sms, engine_buffers=True))
     # Row maxima that climb and jump (climb_logits), on plans that split
     # requests (the device's SMs) and that split none (one SM).
     for heads, q_len, dtype in ((128, 1, "bf16"), (128, 4, "bf16"), (64, 1, "bf16"), (16, 1, "bf16"),

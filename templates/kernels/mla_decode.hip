@@ -276,7 +276,7 @@ MLAGEN_DEVICE bool load_job(const mlagen_decode_params &p, Job &job) {
   const int index = linear / kRowBlocks;
   const int row_block = linear % kRowBlocks;
   // The item is read before num_work is known, so that the two loads
-  // overlap: index < grid x = the work list's capacity, so the read stays
+  // overlap: index < grid x <= the work list's capacity, so the read stays
   // inside it, and a block past num_work ignores what it read.
   const int *item = p.work + 4 * index;
   job.batch = item[0];
@@ -753,7 +753,7 @@ constexpr int kMinBlocksPerSM =
 #define MLAGEN_DECODE_LAUNCH_BOUNDS __launch_bounds__(mlagen_config::kThreads)
 #endif
 
-// Grid: x = max_work (blocks past num_work[0] exit), y = ceil(kQLen *
+// Grid: x = max_work or fewer (blocks past num_work[0] exit), y = ceil(kQLen *
 // kNumHeads / kHeadsPerBlock). Block: kThreads; dynamic shared memory kSharedBytes.
 // __grid_constant__: the tensor map is read in place, in parameter space.
 extern "C" __global__ void MLAGEN_DECODE_LAUNCH_BOUNDS mlagen_decode(MLAGEN_GRID_CONSTANT mlagen_decode_params p) {

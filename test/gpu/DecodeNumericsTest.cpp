@@ -172,8 +172,9 @@ struct PlanEdits {
 
 // With `timedLaunches`, also runs the same step that many more times and
 // prints the host time of one launch. `groupsUnknown`: the launch is not
-// told how many requests merge in clusters (planGroups -1), so it keeps the
-// kernel's clusters as under graph capture.
+// told how many requests merge in clusters or how many items the plan has
+// (planGroups and planWork -1), so it keeps the kernel's clusters and the
+// whole work list's grid, as under graph capture.
 DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
                          const DecodeInputs &in, int numSMs,
                          int timedLaunches = 0, bool groupsUnknown = false,
@@ -229,6 +230,8 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
   // then write every row (they start as NaN).
   args.planSlots = summary.reduceSlots;
   args.planGroups = groupsUnknown ? -1 : summary.mergeGroups;
+  // Launched as under graph capture too: the whole work list's grid.
+  args.planWork = groupsUnknown ? -1 : hostPlan[0];
   REQUIRE(fixture.runtime->runDecode(kernel, args));
   REQUIRE(backend.synchronize());
   if (timedLaunches > 0) {
@@ -247,6 +250,10 @@ DecodeResult decodeOnGpu(Fixture &fixture, const Kernel &kernel,
                                 launch, empty));
     if (args.planGroups == 0)
       launch.decode.clusterX = 1;
+    if (args.planWork >= 0)
+      launch.decode.grid[0] =
+          (args.planWork + launch.decode.clusterX - 1) / launch.decode.clusterX *
+          launch.decode.clusterX;
     void *params[] = {&launch.params};
     const StepTimes driver = timeSteps(backend, timedLaunches, [&] {
       Status status = backend.launch(direct, launch.decode, nullptr, params);

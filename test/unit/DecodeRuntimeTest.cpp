@@ -223,6 +223,32 @@ TEST_CASE("runDecode launches decode then reduce with one parameter block",
     CHECK(fake.log->launches.size() == 7);
   }
 
+  SECTION("the grid covers the plan's items, unless captured") {
+    DecodeArgs args = someDecodeArgs(sig, planner);
+    const unsigned capacity = unsigned(args.workCapacity);
+    REQUIRE(capacity > 7);
+    auto decodeGrid = [&] {
+      REQUIRE(fake.runtime->runDecode(*kernel, args));
+      // The decode launch; the reduce (planSlots -1) follows it.
+      return fake.log->launches[fake.log->launches.size() - 2].geometry.grid[0];
+    };
+    CHECK(decodeGrid() == capacity); // items unknown
+    args.planWork = 7;
+    const int queries = fake.log->captureQueries;
+    CHECK(decodeGrid() == 7u);
+    CHECK(fake.log->captureQueries == queries + 1);
+    // The reduce's grid is the batch's either way.
+    CHECK(fake.log->launches.back().geometry.grid[0] == 3u);
+    // A replay of a captured graph may meet a plan of more items.
+    fake.log->capturing = true;
+    CHECK(decodeGrid() == capacity);
+    fake.log->capturing = false;
+    // A full work list asks the driver nothing.
+    args.planWork = int(capacity);
+    CHECK(decodeGrid() == capacity);
+    CHECK(fake.log->captureQueries == queries + 2);
+  }
+
   SECTION("explicit strides and lse pass through") {
     DecodeArgs args = someDecodeArgs(sig, planner);
     args.lse = fakeAddress<float>(0x90000);
@@ -568,10 +594,12 @@ TEST_CASE("the decode C API plans and launches", "[decode-runtime]") {
               nullptr, fakeAddress<const int32_t>(0x40000), 64,
               fakeAddress<const int32_t>(0x50000), devicePlan,
               fakeAddress<float>(0x70000), fakeAddress<float>(0x80000), 3, 1,
-              16, strides, 0.07f, 1.0f, 1.0f, plan[1], plan[3],
+              16, strides, 0.07f, 1.0f, 1.0f, plan[0], plan[1], plan[3],
               fakeAddress<void>(0x99)) == MLAGEN_OK);
   REQUIRE(plan[1] == chunks); // the 3000-key request's chunks (> 8) reduce
   REQUIRE(fake.log->launches.size() == 2);
+  // The grid covers the plan's items, not the work list's 136.
+  CHECK(fake.log->launches[0].geometry.grid[0] == unsigned(plan[0]));
   const DecodeParams &p = fake.log->launches[0].params;
   CHECK(p.num_work == devicePlan);
   CHECK(p.merge_arrivals == devicePlan + 12);
@@ -583,19 +611,20 @@ TEST_CASE("the decode C API plans and launches", "[decode-runtime]") {
 
   CHECK(mlagen_decode_run(planner, nullptr, nullptr, nullptr, nullptr, nullptr,
                           64, nullptr, devicePlan, nullptr, nullptr, 3, 2, 16,
-                          nullptr, 0.07f, 1.0f, 1.0f, -1, -1,
+                          nullptr, 0.07f, 1.0f, 1.0f, -1, -1, -1,
                           nullptr) == MLAGEN_INVALID_ARGUMENT);
   CHECK(std::string(mlagen_last_error()) ==
         "q_len (2) must equal the kernel's (1)");
-  // A good step but for the plan's slot or merge-group count.
-  auto runWithCounts = [&](int planSlots, int planGroups) {
+  // A good step but for the plan's item, slot or merge-group count.
+  auto runWithCounts = [&](int planSlots, int planGroups, int planWork = -1) {
     return mlagen_decode_run(
         planner, fakeAddress<const void>(0x10000),
         fakeAddress<const void>(0x20000), fakeAddress<void>(0x30000), nullptr,
         fakeAddress<const int32_t>(0x40000), 64,
         fakeAddress<const int32_t>(0x50000), devicePlan,
         fakeAddress<float>(0x70000), fakeAddress<float>(0x80000), 3, 1, 16,
-        strides, 0.07f, 1.0f, 1.0f, planSlots, planGroups, nullptr);
+        strides, 0.07f, 1.0f, 1.0f, planWork, planSlots, planGroups,
+        nullptr);
   };
   CHECK(runWithCounts(-2, -1) == MLAGEN_INVALID_ARGUMENT);
   CHECK(std::string(mlagen_last_error()) ==
@@ -603,6 +632,13 @@ TEST_CASE("the decode C API plans and launches", "[decode-runtime]") {
   CHECK(runWithCounts(-1, -3) == MLAGEN_INVALID_ARGUMENT);
   CHECK(std::string(mlagen_last_error()) ==
         "plan_groups must be >= 0, or -1 for unknown (got -3)");
+  CHECK(runWithCounts(-1, -1, 2) == MLAGEN_INVALID_ARGUMENT);
+  CHECK(std::string(mlagen_last_error()) ==
+        "plan_work must be the plan's work items, in [batch = 3, work "
+        "capacity = 136] (a plan gives every request one), or -1 for unknown "
+        "(got 2)");
+  CHECK(runWithCounts(-1, -1, 137) == MLAGEN_INVALID_ARGUMENT);
+  CHECK(runWithCounts(-1, -1, -2) == MLAGEN_INVALID_ARGUMENT);
   CHECK(fake.log->launches.size() == 2);
   mlagen_decode_planner_destroy(planner);
   mlagen_decode_planner_destroy(nullptr);
@@ -769,6 +805,12 @@ TEST_CASE("runDecode launches in clusters only when the plan merges in them",
     // The decode launch; the reduce (planSlots -1) follows it.
     return fake.log->launches[fake.log->launches.size() - 2].geometry.clusterX;
   };
+  // Whole clusters of the plan's items.
+  args.planWork = 5;
+  CHECK(clusterOfLast() == 2u);
+  CHECK(fake.log->launches[fake.log->launches.size() - 2].geometry.grid[0] ==
+        6u);
+  args.planWork = -1;
   CHECK(clusterOfLast() == 2u); // groups unknown
   args.planGroups = 3;
   CHECK(clusterOfLast() == 2u);

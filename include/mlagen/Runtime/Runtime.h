@@ -188,6 +188,13 @@ struct DecodeArgs {
   // being captured into a graph (a replay may meet a plan that needs it).
   // -1: unknown, the reduce always runs.
   int planSlots = -1;
+  // Work items of the bound plan (DecodePlanSummary::numWork, plan[0]),
+  // where the caller knows it; outside graph capture the grid then covers
+  // only those (rounded up to whole clusters) instead of workCapacity,
+  // whose blocks past them only exit: buffers sized for an engine's
+  // max_batch launch hundreds of those. A count below the plan's leaves
+  // items unrun. -1: unknown, grid x = workCapacity.
+  int planWork = -1;
   // Merge groups the bound plan runs in clusters (DecodePlanSummary::
   // mergeGroups, plan[3]), where the caller knows it; 0 lets the op launch
   // without clusters (a little faster) outside graph capture. -1: unknown,
@@ -365,8 +372,9 @@ struct PagedDecodeArgs {
   int maxBatch = 0;
   float *partialOut = nullptr; // fp32 [slots, q_len * hq, d]
   float *partialLse = nullptr; // fp32 [slots, q_len * hq]
-  // As DecodeArgs::planSlots.
+  // As DecodeArgs::planSlots and planWork.
   int planSlots = -1;
+  int planWork = -1;
   int64_t qBatchStride = 0, qTokenStride = 0, qHeadStride = 0;
   int64_t outBatchStride = 0, outTokenStride = 0, outHeadStride = 0;
   // Contiguous: head = d, token = hkv * d, block = page_size * token.
