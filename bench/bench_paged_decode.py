@@ -41,9 +41,8 @@ def io_bytes(batch, kv_bytes):
     return 2 * batch * SEQ * HKV * D * kv_bytes + 2 * batch * HQ * D * 2
 
 
-def mlagen_paged(rt, arch, batch, page, fp8, tile_k=0, max_batch=None):
+def mlagen_paged(rt, arch, batch, page, fp8, tile_k=0):
     # tile_k 0: the shape's choice; else pinned (a tuning override).
-    # max_batch: the plan's buffers (None: sized to the batch).
     pin = f" tile_k={tile_k}" if tile_k else ""
     kernel = rt.kernel(f"paged_decode hq={HQ} hkv={HKV} v={D} q_len=1 page={page} window=-1 "
                        f"softcap=0 lse=1 q=bf16 kv={'fp8e4m3' if fp8 else 'bf16'} out=bf16"
@@ -59,13 +58,11 @@ def mlagen_paged(rt, arch, batch, page, fp8, tile_k=0, max_batch=None):
     lens = torch.full((batch,), SEQ, device="cuda", dtype=torch.int32)
     out = torch.empty(batch, 1, HQ, D, device="cuda", dtype=torch.bfloat16)
     lse = torch.empty(batch, 1, HQ, device="cuda", dtype=torch.float32)
-    plan = mlagen.DecodePlan(kernel, max_batch or batch).update([SEQ] * batch)
+    plan = mlagen.DecodePlan(kernel, batch).update([SEQ] * batch)
     torch.cuda.synchronize()
-    step = lambda: kernel.paged_decode(q, kv[0], kv[1], out, table, lens, plan,
+    return lambda: kernel.paged_decode(q, kv[0], kv[1], out, table, lens, plan,
                                        1 / math.sqrt(D), lse=lse, k_scale=scales[0],
                                        v_scale=scales[1])
-    step.plan = plan
-    return step
 
 
 def sdpa_decode(batch, backend):

@@ -47,21 +47,3 @@ for batch in [int(b) for b in os.environ.get("BATCHES", "1,4,16,64").split(",")]
             cells.append(f"{name} {label}: {bench(step) * 1e3:.1f} ({items}/{plan.work_capacity})")
     res.append(f"B{batch}: " + ", ".join(cells))
 print(os.environ.get("NAME", "?"), f"H{heads} S{seq}", " | ".join(res), flush=True)
-# PAGED=1: the paged GQA decode of bench_paged_decode.py (32/8 heads d128,
-# page 16, S4096) at the same batches, on buffers for MAX_BATCH requests,
-# launched with the plan's item count and without it.
-if os.environ.get("PAGED") == "1":
-    import bench_paged_decode as bpd
-    res = []
-    for batch in [int(b) for b in os.environ.get("BATCHES", "1,4,16,64").split(",")]:
-        cells = []
-        for fp8 in (False, True):
-            step = bpd.mlagen_paged(rt, "sm_90a", batch, 16, fp8, max_batch=big)
-            items = step.plan.num_work
-            known = bench(step) * 1e3
-            step.plan.num_work = -1
-            whole = bench(step) * 1e3
-            cells.append(f"{'fp8' if fp8 else 'bf16'}: {known:.1f} against {whole:.1f} "
-                         f"({items}/{step.plan.work_capacity})")
-        res.append(f"B{batch}: " + ", ".join(cells))
-    print(os.environ.get("NAME", "?"), "paged 32/8 d128 S4096", " | ".join(res), flush=True)

@@ -291,8 +291,8 @@ mlagen_decode_run(const mlagen_decode_planner *planner, const void *q,
  * element strides q_batch, q_token, q_head, out_batch, out_token, out_head,
  * kv_block, kv_token, kv_head; 0 means contiguous. softmax_scale is
  * required (> 0). alibi_slopes: [num_q_heads] fp32 device array, required
- * by an alibi=1 kernel and refused (non-NULL) by any other. plan_work and
- * plan_slots as for mlagen_decode_run. Does not wait for the GPU. */
+ * by an alibi=1 kernel and refused (non-NULL) by any other. plan_slots as
+ * for mlagen_decode_run (its grid is always the work capacity). Does not wait for the GPU. */
 MLAGEN_C_EXPORT int mlagen_paged_decode_run(
     const mlagen_decode_planner *planner, const void *q, const void *k_cache,
     const void *v_cache, void *out, float *lse, const int32_t *block_table,
@@ -300,7 +300,7 @@ MLAGEN_C_EXPORT int mlagen_paged_decode_run(
     float *partial_out, float *partial_lse, int batch, int q_len,
     int num_q_heads, int num_kv_heads, const int64_t *strides,
     float softmax_scale, const float *k_scale, const float *v_scale,
-    const float *alibi_slopes, int plan_work, int plan_slots, void *stream);
+    const float *alibi_slopes, int plan_slots, void *stream);
 
 /* mlagen_decode_run in checked mode (templates/DECODE_CONTRACT.md, "Checked
  * mode"): error_flags (MLAGEN_DECODE_ERROR_FLAG_INTS device int32, zeroed by

@@ -593,7 +593,7 @@ int mlagen_paged_decode_run(
     float *partial_out, float *partial_lse, int batch, int q_len,
     int num_q_heads, int num_kv_heads, const int64_t *strides,
     float softmax_scale, const float *k_scale, const float *v_scale,
-    const float *alibi_slopes, int plan_work, int plan_slots, void *stream) {
+    const float *alibi_slopes, int plan_slots, void *stream) {
   return guarded([&]() -> Status {
     if (!planner)
       return Status(StatusCode::InvalidArgument, "planner is null");
@@ -627,7 +627,6 @@ int mlagen_paged_decode_run(
     args.kScale = k_scale;
     args.vScale = v_scale;
     args.alibiSlopes = alibi_slopes;
-    args.planWork = plan_work;
     args.planSlots = plan_slots;
     args.stream = stream;
     return handle.runtime->runPagedDecode(*handle.kernel, args);

@@ -57,19 +57,6 @@ private:
   DeviceFunction function_;
 };
 
-// Outside graph capture a step's grid need only cover its plan's work
-// items (rounded up to whole clusters): the blocks past them read their
-// item and exit, and a work list sized for an engine's max_batch launches
-// hundreds of those, 1-2 us of a small step at 128 heads. A captured launch
-// keeps the capacity, since its replays may meet larger plans.
-void fitGridToPlan(LaunchGeometry &geometry, int planWork, int workCapacity) {
-  const unsigned blocksPerItem = geometry.grid[0] / workCapacity;
-  const unsigned cluster = geometry.clusterX;
-  const unsigned items =
-      (std::max(planWork, 1) + cluster - 1) / cluster * cluster;
-  geometry.grid[0] = std::min(geometry.grid[0], items * blocksPerItem);
-}
-
 Status invalidArgument(const std::string &message) {
   return Status(StatusCode::InvalidArgument, message);
 }
@@ -651,10 +638,12 @@ Status RuntimeImpl::runDecode(const Kernel &kernel, const DecodeArgs &args) {
     launch.params.kv_map_ready = tensorMap(cacheMap, launch.params.kv_map);
   }
   // A plan without merge groups runs a little faster without clusters, one
-  // without slots needs no reduce and one of fewer items than the work
-  // list's capacity fewer blocks, unless a graph captures the launches (a
-  // replay may meet another plan): the driver is asked once, and only where
-  // a count would drop something.
+  // without slots needs no reduce, and one of fewer items than the work
+  // list holds needs only their blocks (those past them read their item and
+  // exit: with an engine's max_batch, hundreds of them, 1.1-1.7 us of a
+  // small 128-head step on an H100), unless a graph captures the launches
+  // (a replay may meet another plan): the driver is asked once, and only
+  // where a count would drop something.
   const bool noGroups = launch.decode.clusterX > 1 && args.planGroups == 0;
   const bool fewerItems =
       args.planWork >= 0 && args.planWork < args.workCapacity;
@@ -662,8 +651,10 @@ Status RuntimeImpl::runDecode(const Kernel &kernel, const DecodeArgs &args) {
                         backend_->capturing(args.stream);
   if (noGroups && !captured)
     launch.decode.clusterX = 1;
-  if (fewerItems && !captured)
-    fitGridToPlan(launch.decode, args.planWork, args.workCapacity);
+  if (fewerItems && !captured) { // whole clusters (planWork >= batch >= 1)
+    const unsigned cluster = launch.decode.clusterX;
+    launch.decode.grid[0] = (args.planWork + cluster - 1) / cluster * cluster;
+  }
   return launchWithReduce(*loaded, launch.decode, launch.reduce, &launch.params,
                           args.planSlots, captured, args.stream);
 }
@@ -696,14 +687,13 @@ Status RuntimeImpl::runPagedDecode(const Kernel &kernel,
           loaded->signature(), loaded->codeObject(), args, launch, empty);
       !status || empty)
     return status;
-  const bool fewerItems =
-      args.planWork >= 0 && args.planWork < args.workCapacity;
-  const bool captured = (args.planSlots == 0 || fewerItems) &&
-                        backend_->capturing(args.stream);
-  if (fewerItems && !captured)
-    fitGridToPlan(launch.decode, args.planWork, args.workCapacity);
+  // The grid stays the work list's capacity: sized to the plan's items it
+  // measured 0.2-0.7 us slower on an H100 (bf16, B1-B16; bench/results/
+  // plan-work-h100.md), unlike MLA decode's (DecodeArgs::planWork).
   return launchWithReduce(*loaded, launch.decode, launch.reduce, &launch.params,
-                          args.planSlots, captured, args.stream);
+                          args.planSlots,
+                          args.planSlots == 0 && backend_->capturing(args.stream),
+                          args.stream);
 }
 
 bool RuntimeImpl::tensorMap(const TensorMapRequest &request, void *map) {

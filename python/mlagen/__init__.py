@@ -79,7 +79,7 @@ _lib.mlagen_paged_decode_run.argtypes = [
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
     ctypes.POINTER(ctypes.c_int64), ctypes.c_float, ctypes.c_void_p, ctypes.c_void_p,
-    ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+    ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
 _DECODE_ERROR_FLAG_INTS = 8  # MLAGEN_DECODE_ERROR_FLAG_INTS
 _lib.mlagen_expand_page_indices_run.argtypes = [
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
@@ -518,7 +518,7 @@ class Kernel:
             plan.plan.data_ptr(), plan.partial_out.data_ptr(), plan.partial_lse.data_ptr(),
             batch, q_shape[1], hq, hkv, strides, float(softmax_scale), scales[0], scales[1],
             alibi_slopes.data_ptr() if alibi_slopes is not None else None,
-            plan.num_work, plan.slots, _current_stream(stream)))
+            plan.slots, _current_stream(stream)))
 
     def expand_page_indices(self, block_table, cu_seqlens, slots, max_seqlen,
                             seq_starts=None, stream=None):
@@ -902,7 +902,7 @@ class DecodePlan:
         self.partial_out = torch.empty(partial_out, dtype=torch.float32, device=device)
         self.partial_lse = torch.empty(partial_lse, dtype=torch.float32, device=device)
         self.batch = 0
-        # Work items of the last update's plan: outside graph capture a
+        # Work items of the last update's plan: outside graph capture an MLA
         # decode launches only their blocks. -1 before any update.
         self.num_work = -1
         # Partial slots of the last update's plan that the reduce merges

@@ -372,9 +372,8 @@ struct PagedDecodeArgs {
   int maxBatch = 0;
   float *partialOut = nullptr; // fp32 [slots, q_len * hq, d]
   float *partialLse = nullptr; // fp32 [slots, q_len * hq]
-  // As DecodeArgs::planSlots and planWork.
+  // As DecodeArgs::planSlots.
   int planSlots = -1;
-  int planWork = -1;
   int64_t qBatchStride = 0, qTokenStride = 0, qHeadStride = 0;
   int64_t outBatchStride = 0, outTokenStride = 0, outHeadStride = 0;
   // Contiguous: head = d, token = hkv * d, block = page_size * token.
