@@ -1,14 +1,15 @@
 # What a decode plan sized for a large max_batch costs a small step: blocks
 # past the step's items only read their item and exit. H16 page 64 S4096
-# (SEQ), bf16 / fp8 q + cache; each step planned three ways: with
-# max_batch = its batch (max_seq_len = SEQ, as bench_decode does); with
-# max_batch = MAX_BATCH (256) and max_seq_len unbounded, as an engine's
-# buffers are, launched with the plan's item count (plan_work: the grid
-# covers the plan's items, as kernel.decode does since the fifty-fifth
-# stop); and the same plan launched with plan_work -1 (grid x = the work
-# list's capacity, as under graph capture). Prints us (items / work
-# capacity) per plan;
-# $NAME labels the line.
+# (SEQ), bf16 / fp8 q + cache; each step planned with max_batch = its batch
+# (max_seq_len = SEQ, as bench_decode does: "sized"), then with max_batch =
+# MAX_BATCH (256) and max_seq_len unbounded, as an engine's buffers are, and
+# launched three ways: with the plan's item count (plan_work, as
+# kernel.decode passes it: "items"), without it (plan_work -1: "unknown"),
+# and as the replay of a CUDA graph captured with the same plan ("graph").
+# Since the fifty-fifth stop the last two take the most items a plan of the
+# batch holds (batch + DecodePlanner::workSlack), earlier libraries the work
+# list's capacity. Prints us (items / work capacity) per plan; $NAME labels
+# the line.
 import math, os, sys, torch
 sys.path.insert(0, "bench")
 from bench_decode import bench
@@ -33,17 +34,25 @@ for batch in [int(b) for b in os.environ.get("BATCHES", "1,4,16,64").split(",")]
         lens = torch.full((batch,), seq, device="cuda", dtype=torch.int32)
         out = torch.empty(batch, 1, heads, 512, device="cuda", dtype=torch.bfloat16)
         lse = torch.empty(batch, 1, heads, device="cuda", dtype=torch.float32)
-        name = "fp8" if fp8 else "bf16"
-        for label, max_batch, max_seq, known in (("sized", batch, seq, True),
-                                                 (f"max_batch {big}", big, 0, True),
-                                                 (f"max_batch {big} grid=capacity", big, 0, False)):
+        times = []
+        for max_batch, max_seq in ((batch, seq), (big, 0)):
             plan = mlagen.DecodePlan(kernel, max_batch, max_seq_len=max_seq).update([seq] * batch)
             items = plan.num_work
-            if not known:
-                plan.num_work = -1  # what a launch that does not know the count passes
             torch.cuda.synchronize()
             step = lambda: kernel.decode(q, kv, out, table, lens, plan, 1 / math.sqrt(192), lse=lse,
                                          kv_scale=1 / 16 if fp8 else 1.0, q_scale=1 / 32 if fp8 else 1.0)
-            cells.append(f"{name} {label}: {bench(step) * 1e3:.1f} ({items}/{plan.work_capacity})")
+            if max_batch == batch:
+                times.append(f"sized {bench(step) * 1e3:.1f}")
+                continue
+            times.append(f"items {bench(step) * 1e3:.1f}")
+            plan.num_work = -1
+            times.append(f"unknown {bench(step) * 1e3:.1f}")
+            step()
+            torch.cuda.synchronize()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                step()
+            times.append(f"graph {bench(graph.replay) * 1e3:.1f} ({items}/{plan.work_capacity})")
+        cells.append(f"{'fp8' if fp8 else 'bf16'} " + " ".join(times))
     res.append(f"B{batch}: " + ", ".join(cells))
 print(os.environ.get("NAME", "?"), f"H{heads} S{seq}", " | ".join(res), flush=True)

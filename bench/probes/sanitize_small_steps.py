@@ -2,8 +2,9 @@
 # of 1024 and 700 (one-tile chunks, DecodePlanner::smallStepChunkKeysFor, and
 # the reduce), at 16 and 128 heads, bf16 / fp8 cache / fp8 q + cache
 # (KINDS), planned on an engine's buffers (max_batch 256), so the grid
-# covers only the plan's items (plan_work); then the same plan on the whole
-# work list's grid, which must give the same bits. E.g.
+# covers only the plan's items (plan_work); then the same plan launched
+# without its item count (the grid of the most items a plan of the batch
+# holds, as under graph capture), which must give the same bits. E.g.
 #   compute-sanitizer --tool memcheck python3 bench/probes/sanitize_small_steps.py
 import math, os, torch
 import mlagen
@@ -44,5 +45,5 @@ for heads in [int(h) for h in os.environ.get("HEADS", "16,128").split(",")]:
             finite = bool(results[0][0].isfinite().all() and results[0][1].isfinite().all())
             failed += not (same and finite)
             print(f"H{heads} {kind} lens={lens_list} items {items} of {plan.work_capacity}: "
-                  f"same bits on the whole grid {same}, finite {finite}", flush=True)
+                  f"same bits without the item count {same}, finite {finite}", flush=True)
 print("FAILED" if failed else "all steps pass", flush=True)

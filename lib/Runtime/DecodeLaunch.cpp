@@ -11,6 +11,7 @@
 #include "DecodeLaunch.h"
 #include "LaunchChecks.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -72,6 +73,10 @@ Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
   if (args.blockTableStride < 1)
     return invalidArgument("block_table_stride must be > 0 (got " +
                            std::to_string(args.blockTableStride) + ")");
+  if (args.workSlack < -1)
+    return invalidArgument("work_slack must be >= 0, or -1 for unbounded (got " +
+                           std::to_string(args.workSlack) +
+                           "): set it with DecodePlanner::bindPlan");
   if (Status status = checkPlanSlots(args.planSlots); !status)
     return status;
   if (Status status =
@@ -193,7 +198,15 @@ Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,
 
   const int64_t rows = int64_t(sig.qLen) * code.paddedHeads;
   const KernelEntry &reduce = code.extraEntries[0];
-  out.decode.grid[0] = static_cast<unsigned>(args.workCapacity);
+  // No plan of this batch holds more than batch + workSlack items, so the
+  // blocks past them (which would only exit) are not launched, even in a
+  // captured graph: its replays keep the batch.
+  int64_t items = args.workCapacity;
+  if (args.workSlack >= 0)
+    items = std::min(items, ceilDiv(int64_t(args.batch) + args.workSlack,
+                                    args.clusterBlocks) *
+                                args.clusterBlocks);
+  out.decode.grid[0] = static_cast<unsigned>(items);
   out.decode.grid[1] = static_cast<unsigned>(ceilDiv(rows, code.tileQ));
   out.decode.grid[2] = 1;
   out.decode.threadsPerBlock = static_cast<unsigned>(code.threadsPerBlock);

@@ -466,10 +466,19 @@ void DecodePlanner::bindPlan(const int32_t *devicePlan, float *partialOut,
                            : nullptr;
   args.work = devicePlan ? devicePlan + sizes_.workOffset : nullptr;
   args.workCapacity = sizes_.workCapacity;
+  args.workSlack = workSlack();
   args.clusterBlocks = sizes_.clusterBlocks;
   args.maxBatch = options_.maxBatch;
   args.partialOut = partialOut;
   args.partialLse = partialLse;
+}
+
+int DecodePlanner::workSlack() const {
+  // plan() never takes chunks shorter than ceil(keys x blocksPerChunk /
+  // waveBlocks), so a request of len keys gets at most len / chunk + 1
+  // items, and a step at most batch + waveBlocks / blocksPerChunk.
+  return batchInvariant_ ? -1
+                         : static_cast<int>(ceilDiv(waveBlocks_, blocksPerChunk_));
 }
 
 void DecodePlanner::bindPlan(const int32_t *devicePlan, float *partialOut,

@@ -646,7 +646,7 @@ Status RuntimeImpl::runDecode(const Kernel &kernel, const DecodeArgs &args) {
   // where a count would drop something.
   const bool noGroups = launch.decode.clusterX > 1 && args.planGroups == 0;
   const bool fewerItems =
-      args.planWork >= 0 && args.planWork < args.workCapacity;
+      args.planWork >= 0 && unsigned(args.planWork) < launch.decode.grid[0];
   const bool captured = (noGroups || args.planSlots == 0 || fewerItems) &&
                         backend_->capturing(args.stream);
   if (noGroups && !captured)

@@ -83,6 +83,9 @@ std::vector<Item> checkPlan(const DecodePlanner &planner, int alignment,
   CHECK(plan[1] == summary.reduceSlots);
   CHECK(plan[2] == static_cast<int>(lens.size()));
   CHECK(summary.numWork <= sizes.workCapacity);
+  // The bound a launch's grid takes from the batch (DecodeLaunch.cpp).
+  if (planner.workSlack() >= 0)
+    CHECK(summary.numWork <= static_cast<int>(lens.size()) + planner.workSlack());
   CHECK(summary.numSlots <= sizes.slotCapacity);
   CHECK(summary.usedInts == sizes.workOffset + 4 * summary.numWork);
   // The arrival counters sit between merge and work, zero in every plan.
@@ -485,19 +488,24 @@ TEST_CASE("random batches never overflow the fixed buffers", "[decode-plan]") {
     const int sms = pick({1, 7, 108, 132, 304});
     const bool invariant = trial % 3 == 0;
     const int clusterParts = pick({1, 2});
-    const int64_t maxSeqLen = invariant ? pick({1, 1000, 70000}) : 0;
+    const int64_t maxSeqLen =
+        invariant ? pick({1, 1000, 70000}) : pick({0, 0, 5000});
+    // 0: the kernel's floors, small steps' included.
+    const int minChunkKeys = pick({0, 256});
     DecodePlanner planner =
         makePlanner(decodeSignature(heads, qLen, invariant),
                     decodeCode(tileK, rowsPerBlock, heads, clusterParts),
-                    {maxBatch, sms, maxSeqLen, 0, 256, 1024});
+                    {maxBatch, sms, maxSeqLen, 0, minChunkKeys, 1024});
+    CHECK((planner.workSlack() == -1) == invariant);
     const int batch = std::uniform_int_distribution<int>(0, maxBatch)(rng);
-    const int64_t longest = invariant ? maxSeqLen : pick({1, 5000, 1 << 20});
+    const int64_t longest =
+        maxSeqLen > 0 ? maxSeqLen : pick({1, 5000, 1 << 20});
     std::vector<int32_t> lens(batch);
     for (int32_t &len : lens)
       len = static_cast<int32_t>(
           std::uniform_int_distribution<int64_t>(0, longest)(rng));
     CAPTURE(trial, tileK, heads, rowsPerBlock, qLen, maxBatch, sms, invariant,
-            clusterParts, batch);
+            clusterParts, minChunkKeys, maxSeqLen, batch);
     // Invariant chunks are 1024 keys whatever tile_k is.
     checkPlan(planner, invariant ? 1024 : tileK, lens);
   }
@@ -616,6 +624,8 @@ TEST_CASE("bindPlan points the arguments into one device plan",
   CHECK(args.work == devicePlan + 4 + 20 + 12); // 10 counters, aligned
   CHECK(reinterpret_cast<uintptr_t>(args.work) % 16 == 0);
   CHECK(args.workCapacity == planner.sizes().workCapacity);
+  CHECK(args.workSlack == 132); // a wave of one-block chunks
+  CHECK(args.workSlack == planner.workSlack());
   CHECK(args.clusterBlocks == planner.sizes().clusterBlocks);
   CHECK(args.maxBatch == 10);
   CHECK(args.partialOut == &partialOut);

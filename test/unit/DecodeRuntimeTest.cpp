@@ -153,7 +153,8 @@ TEST_CASE("runDecode launches decode then reduce with one parameter block",
     const DecodeLaunchRecord &decode = fake.log->launches[0];
     const DecodeLaunchRecord &reduce = fake.log->launches[1];
     CHECK(decode.function == kDecodeFunction);
-    CHECK(decode.geometry.grid[0] == 8u + 132u); // the work capacity
+    // The most items a plan of 3 requests holds (not the work list's 8 + 132)
+    CHECK(decode.geometry.grid[0] == 3u + 132u);
     CHECK(decode.geometry.grid[1] == 1);         // 16 rows, 16 a block
     CHECK(decode.geometry.grid[2] == 1);
     CHECK(decode.geometry.threadsPerBlock == 256);
@@ -225,28 +226,39 @@ TEST_CASE("runDecode launches decode then reduce with one parameter block",
 
   SECTION("the grid covers the plan's items, unless captured") {
     DecodeArgs args = someDecodeArgs(sig, planner);
-    const unsigned capacity = unsigned(args.workCapacity);
-    REQUIRE(capacity > 7);
+    REQUIRE(args.workCapacity == 8 + 132);
+    REQUIRE(args.workSlack == 132);
     auto decodeGrid = [&] {
       REQUIRE(fake.runtime->runDecode(*kernel, args));
       // The decode launch; the reduce (planSlots -1) follows it.
       return fake.log->launches[fake.log->launches.size() - 2].geometry.grid[0];
     };
-    CHECK(decodeGrid() == capacity); // items unknown
+    // Items unknown: what any plan of 3 requests may hold.
+    const unsigned most = 3 + 132;
+    CHECK(decodeGrid() == most);
     args.planWork = 7;
     const int queries = fake.log->captureQueries;
     CHECK(decodeGrid() == 7u);
     CHECK(fake.log->captureQueries == queries + 1);
     // The reduce's grid is the batch's either way.
     CHECK(fake.log->launches.back().geometry.grid[0] == 3u);
-    // A replay of a captured graph may meet a plan of more items.
+    // A replay of a captured graph may meet a plan of more items, not of
+    // more requests.
     fake.log->capturing = true;
-    CHECK(decodeGrid() == capacity);
+    CHECK(decodeGrid() == most);
     fake.log->capturing = false;
-    // A full work list asks the driver nothing.
-    args.planWork = int(capacity);
-    CHECK(decodeGrid() == capacity);
+    // A plan that fills the bound asks the driver nothing.
+    args.planWork = int(most);
+    CHECK(decodeGrid() == most);
     CHECK(fake.log->captureQueries == queries + 2);
+    // Unbounded (batch-invariant plans): the whole work list.
+    args.planWork = -1;
+    args.workSlack = -1;
+    CHECK(decodeGrid() == 8u + 132u);
+    // A full batch may need the whole work list.
+    args.workSlack = 132;
+    args.batch = 8;
+    CHECK(decodeGrid() == 8u + 132u);
   }
 
   SECTION("explicit strides and lse pass through") {
@@ -484,7 +496,11 @@ TEST_CASE("decode grids follow q_len, padded heads and rows per block",
   DecodeArgs args = someDecodeArgs(sig, planner);
   REQUIRE(fake.runtime->runDecode(*kernel, args));
   REQUIRE(fake.log->launches.size() == 2);
-  CHECK(fake.log->launches[0].geometry.grid[0] == 4u + 100u);
+  // The work list holds max_batch 4 + 100 items; a plan of 3 requests at
+  // most 3 + 100 (workSlack: one wave's blocks a chunk).
+  CHECK(planner.sizes().workCapacity == 4 + 100);
+  CHECK(planner.workSlack() == 100);
+  CHECK(fake.log->launches[0].geometry.grid[0] == 3u + 100u);
   CHECK(fake.log->launches[0].geometry.grid[1] == 1);  // 64 rows / 64
   CHECK(fake.log->launches[1].geometry.grid[1] == 16); // 64 rows / 4
   // 3 x 16 blocks: split 4 ways is the most that stays within 256

@@ -133,6 +133,11 @@ public:
   // a doubling below minChunkKeysFor) fill at most half a wave of blocks
   // and whose longest request is longer than minChunkKeysFor.
   static int smallStepChunkKeysFor(const Signature &sig, int blocksPerChunk);
+  // Work items a plan of any batch holds beyond one a request: one wave's
+  // blocks over the blocks of a chunk (chunks are never shorter than the
+  // step's keys over a wave). -1 for batch-invariant plans, whose chunks
+  // are fixed.
+  int workSlack() const;
   // A request of one cluster's chunks merges in its cluster only when the
   // step's chunks are longer than this many keys (else in the grid).
   int64_t clusterMergeAbove() const { return clusterMergeAbove_; }
@@ -153,8 +158,8 @@ public:
 
   // Points args' plan fields at a device copy of a plan (`devicePlan`, 16-
   // byte aligned: writable device memory, whose arrival counters the
-  // kernel updates) and at the partial buffers; sets workCapacity, maxBatch
-  // and clusterBlocks.
+  // kernel updates) and at the partial buffers; sets workCapacity,
+  // workSlack, maxBatch and clusterBlocks.
   void bindPlan(const int32_t *devicePlan, float *partialOut, float *partialLse,
                 DecodeArgs &args) const;
   // The same for a paged GQA decode step (a planner made from a

@@ -174,7 +174,12 @@ struct DecodeArgs {
   // Arrival counters of pairs merged in the grid, inside the device plan
   // (required: the kernel writes them and leaves them zero).
   int *mergeArrivals = nullptr;
-  int workCapacity = 0;         // grid.x of mlagen_decode
+  int workCapacity = 0;         // grid.x of mlagen_decode, at most
+  // Items a plan holds beyond one a request (DecodePlanner::workSlack), or
+  // -1 if unbounded: no plan of `batch` requests holds more than batch +
+  // workSlack, so the grid covers no more, even in a captured graph (whose
+  // replays keep the batch).
+  int workSlack = -1;
   // Blocks per thread-block cluster (DecodeBufferSizes::clusterBlocks): the
   // plan's merge groups must meet clusters of this size. 1: no cluster.
   int clusterBlocks = 1;
@@ -422,8 +427,10 @@ public:
   // lse=1 skips the LSE write when args.lse is null (the kernel checks);
   // with lse=0 args.lse is ignored.
   virtual Status runPrefill(const Kernel &kernel, const PrefillArgs &args) = 0;
-  // Checks `args` and enqueues mlagen_decode, grid (workCapacity,
-  // ceil(q_len * padded heads / tileQ)), then mlagen_decode_reduce, grid
+  // Checks `args` and enqueues mlagen_decode, grid (the plan's items, or
+  // under graph capture or without planWork min(workCapacity, batch +
+  // workSlack) rounded up to whole clusters; ceil(q_len * padded heads /
+  // tileQ)), then mlagen_decode_reduce, grid
   // (batch, ceil(rows / its rowsPerBlock), 1 to 8 column splits, more when
   // batch is small), on args.stream. Reads the plan
   // from device memory only, so the two launches can be captured in a
