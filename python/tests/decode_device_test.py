@@ -419,6 +419,9 @@ def main():
     # short requests (q_len 4 with fewer keys than tokens); fp16.
     report(numerics_case(rt, arch, 16, 1, 64, ragged, 1))
     report(numerics_case(rt, arch, 128, 1, 64, [16384, 3], 4096))
+    # 32 requests at 128 heads, all split for 4096 SMs: a reduce of 32 x 43
+    # row blocks.
+    report(numerics_case(rt, arch, 128, 1, 64, [3000] * 24 + ragged, 4096))
     report(numerics_case(rt, arch, 16, 4, 16, [0, 1, 3, 4, 5, 0], num_sms))
     report(numerics_case(rt, arch, 16, 1, 64, ragged, num_sms, dtype="fp16"))
     # 16 heads, every cache and q type: 32 x 4096 keys on the device's SMs
