@@ -75,12 +75,14 @@ def flushed_us(fn, flush, reps=100):
 
 
 def mlagen_decode(rt, arch, batch, heads, seq, fp8=False, fp8_q=False, num_sms=None,
-                  in_order=False, q_len=1, tile_q=0):
+                  in_order=False, q_len=1, tile_q=0, max_batch=None):
     """fp8: an fp8 e4m3 cache; fp8_q: fp8 e4m3 q too (per-tensor q_scale);
     q_len: query tokens a request (speculative decoding's drafts); tile_q:
     q rows a block, pinned (0: the compiler's choice);
     num_sms: the SMs the plan spreads the work over (None: the device's);
-    in_order: the block table lists the pages in order (else shuffled)."""
+    in_order: the block table lists the pages in order (else shuffled);
+    max_batch: plan on buffers for that many requests of any length, as an
+    engine's are (None: for this batch of `seq` keys)."""
     kernel = rt.kernel(f"decode qk={QK} v={V} hq={heads} q_len={q_len} page={PAGE} mask=causal "
                        f"lse=1 q={'fp8e4m3' if fp8_q else 'bf16'} "
                        f"kv={'fp8e4m3' if fp8 else 'bf16'} out=bf16 "
@@ -97,7 +99,8 @@ def mlagen_decode(rt, arch, batch, heads, seq, fp8=False, fp8_q=False, num_sms=N
     lens = torch.full((batch,), seq, device="cuda", dtype=torch.int32)
     out = torch.empty(batch, q_len, heads, V, device="cuda", dtype=torch.bfloat16)
     lse = torch.empty(batch, q_len, heads, device="cuda", dtype=torch.float32)
-    plan = mlagen.DecodePlan(kernel, batch, num_sms=num_sms, max_seq_len=seq).update([seq] * batch)
+    plan = mlagen.DecodePlan(kernel, max_batch or batch, num_sms=num_sms,
+                             max_seq_len=0 if max_batch else seq).update([seq] * batch)
     torch.cuda.synchronize()
     step = lambda: kernel.decode(q, kv, out, table, lens, plan, 1 / math.sqrt(192), lse=lse,
                                  kv_scale=1 / 16 if fp8 else 1.0,

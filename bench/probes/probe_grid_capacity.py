@@ -10,9 +10,9 @@
 # batch holds (batch + DecodePlanner::workSlack), earlier libraries the work
 # list's capacity. Prints us (items / work capacity) per plan; $NAME labels
 # the line.
-import math, os, sys, torch
+import os, sys, torch
 sys.path.insert(0, "bench")
-from bench_decode import bench
+from bench_decode import bench, mlagen_decode
 import mlagen
 rt = mlagen.Runtime(os.environ.get("MLAGEN_CACHE_DIR"))
 seq = int(os.environ.get("SEQ", 4096))
@@ -22,26 +22,12 @@ res = []
 for batch in [int(b) for b in os.environ.get("BATCHES", "1,4,16,64").split(",")]:
     cells = []
     for fp8 in (False, True):
-        kernel = rt.kernel(f"decode qk=576 v=512 hq={heads} q_len=1 page=64 mask=causal lse=1 "
-                           f"q={'fp8e4m3' if fp8 else 'bf16'} kv={'fp8e4m3' if fp8 else 'bf16'} "
-                           f"out=bf16 arch=sm_90a")
-        pages = seq // 64
-        q = torch.randn(batch, 1, heads, 576, device="cuda", dtype=torch.bfloat16)
-        kv = torch.randn(batch * pages, 64, 576, device="cuda", dtype=torch.bfloat16)
-        if fp8:
-            q, kv = (q * 32).to(torch.float8_e4m3fn), (kv * 16).to(torch.float8_e4m3fn)
-        table = torch.randperm(batch * pages, device="cuda", dtype=torch.int32).view(batch, pages)
-        lens = torch.full((batch,), seq, device="cuda", dtype=torch.int32)
-        out = torch.empty(batch, 1, heads, 512, device="cuda", dtype=torch.bfloat16)
-        lse = torch.empty(batch, 1, heads, device="cuda", dtype=torch.float32)
         times = []
-        for max_batch, max_seq in ((batch, seq), (big, 0)):
-            plan = mlagen.DecodePlan(kernel, max_batch, max_seq_len=max_seq).update([seq] * batch)
+        for max_batch in (None, big):
+            step = mlagen_decode(rt, "sm_90a", batch, heads, seq, fp8, fp8, max_batch=max_batch)
+            plan = step.plan
             items = plan.num_work
-            torch.cuda.synchronize()
-            step = lambda: kernel.decode(q, kv, out, table, lens, plan, 1 / math.sqrt(192), lse=lse,
-                                         kv_scale=1 / 16 if fp8 else 1.0, q_scale=1 / 32 if fp8 else 1.0)
-            if max_batch == batch:
+            if max_batch is None:
                 times.append(f"sized {bench(step) * 1e3:.1f}")
                 continue
             times.append(f"items {bench(step) * 1e3:.1f}")
