@@ -261,9 +261,9 @@ MLAGEN_C_EXPORT int mlagen_decode_plan(const mlagen_decode_planner *planner,
  * caches ignore it (pass 1). The plan's counts, where known (-1: unknown),
  * let a step launch less, unless the stream is being captured into a graph,
  * whose replays may meet other plans: plan_work (plan[0] of the host plan,
- * its work items) sizes the decode grid to them rather than to the work
- * capacity, whose blocks past them only exit (a value below plan[0] leaves
- * work unrun); with plan_slots 0 (plan[1], the reduce's slots) the reduce,
+ * its work items) sizes the decode grid to them rather than to the most
+ * items a plan of `batch` requests may hold, whose blocks past them only
+ * exit (a value below plan[0] leaves work unrun); with plan_slots 0 (plan[1], the reduce's slots) the reduce,
  * which would merge nothing, is not launched; with plan_groups 0 (plan[3])
  * the decode launches without thread-block clusters. Does not wait for the
  * GPU. */
