@@ -195,10 +195,9 @@ struct DecodeArgs {
   int planSlots = -1;
   // Work items of the bound plan (DecodePlanSummary::numWork, plan[0]),
   // where the caller knows it; outside graph capture the grid then covers
-  // only those (rounded up to whole clusters) instead of workCapacity,
-  // whose blocks past them only exit: buffers sized for an engine's
-  // max_batch launch hundreds of those. A count below the plan's leaves
-  // items unrun. -1: unknown, grid x = workCapacity.
+  // only those (rounded up to whole clusters) instead of the most a plan
+  // of `batch` may hold (workSlack), whose blocks past them only exit. A
+  // count below the plan's leaves items unrun. -1: unknown.
   int planWork = -1;
   // Merge groups the bound plan runs in clusters (DecodePlanSummary::
   // mergeGroups, plan[3]), where the caller knows it; 0 lets the op launch
