@@ -263,10 +263,10 @@ MLAGEN_C_EXPORT int mlagen_decode_plan(const mlagen_decode_planner *planner,
  * whose replays may meet other plans: plan_work (plan[0] of the host plan,
  * its work items) sizes the decode grid to them rather than to the most
  * items a plan of `batch` requests may hold, whose blocks past them only
- * exit (a value below plan[0] leaves work unrun); with plan_slots 0 (plan[1], the reduce's slots) the reduce,
- * which would merge nothing, is not launched; with plan_groups 0 (plan[3])
- * the decode launches without thread-block clusters. Does not wait for the
- * GPU. */
+ * exit (a value below plan[0] leaves work unrun); with plan_slots 0
+ * (plan[1], the reduce's slots) the reduce, which would merge nothing, is
+ * not launched; with plan_groups 0 (plan[3]) the decode launches without
+ * thread-block clusters. Does not wait for the GPU. */
 MLAGEN_C_EXPORT int
 mlagen_decode_run(const mlagen_decode_planner *planner, const void *q,
                   const void *kv_cache, void *out, float *lse,
@@ -292,7 +292,8 @@ mlagen_decode_run(const mlagen_decode_planner *planner, const void *q,
  * kv_block, kv_token, kv_head; 0 means contiguous. softmax_scale is
  * required (> 0). alibi_slopes: [num_q_heads] fp32 device array, required
  * by an alibi=1 kernel and refused (non-NULL) by any other. plan_slots as
- * for mlagen_decode_run (its grid is always the work capacity). Does not wait for the GPU. */
+ * for mlagen_decode_run (its grid is always the work capacity). Does not
+ * wait for the GPU. */
 MLAGEN_C_EXPORT int mlagen_paged_decode_run(
     const mlagen_decode_planner *planner, const void *q, const void *k_cache,
     const void *v_cache, void *out, float *lse, const int32_t *block_table,
