@@ -22,6 +22,18 @@ namespace {
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// planWork: -1 (unknown) or the plan's work items, which give each of the
+// batch's requests one at least and fit the work list.
+Status checkPlanWork(int planWork, int batch, int workCapacity) {
+  if (planWork == -1 || (planWork >= batch && planWork <= workCapacity))
+    return Status::ok();
+  return invalidArgument(
+      "plan_work must be the plan's work items, in [batch = " +
+      std::to_string(batch) + ", work capacity = " +
+      std::to_string(workCapacity) + "] (a plan gives every request one), "
+      "or -1 for unknown (got " + std::to_string(planWork) + ")");
+}
+
 } // namespace
 
 Status prepareDecodeLaunch(const Signature &sig, const CodeObject &code,

@@ -229,7 +229,8 @@ Status DecodePlanner::create(const Signature &sig, const CodeObject &code,
     }
     slots = std::min(slots, work);
   } else {
-    work = maxBatch + ceilDiv(sms, perChunk);
+    // The bound launches take per batch (workSlack), for the largest.
+    work = maxBatch + planner.workSlack();
     slots = ceilDiv(2 * sms, perChunk);
     if (options.maxSeqLen > 0) {
       // Steps planned with the small-step floor hold at most half a wave.

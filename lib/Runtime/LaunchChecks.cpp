@@ -30,16 +30,6 @@ Status checkPlanSlots(int planSlots) {
   return Status::ok();
 }
 
-Status checkPlanWork(int planWork, int batch, int workCapacity) {
-  if (planWork == -1 || (planWork >= batch && planWork <= workCapacity))
-    return Status::ok();
-  return invalidArgument(
-      "plan_work must be the plan's work items, in [batch = " +
-      std::to_string(batch) + ", work capacity = " +
-      std::to_string(workCapacity) + "] (a plan gives every request one), "
-      "or -1 for unknown (got " + std::to_string(planWork) + ")");
-}
-
 Status resolveStride(const StrideArg &stride, long long &out) {
   if (stride.given < 0)
     return invalidArgument(std::string(stride.name) +

@@ -38,10 +38,6 @@ Status checkDevicePointers(std::initializer_list<DevicePointer> pointers,
 // A split-KV op's planSlots: -1 (unknown) or the plan's slot count.
 Status checkPlanSlots(int planSlots);
 
-// A split-KV op's planWork: -1 (unknown) or the plan's work items, which
-// give each of the batch's requests one at least and fit the work list.
-Status checkPlanWork(int planWork, int batch, int workCapacity);
-
 // An element stride as the caller gave it; 0 selects `contiguous`.
 struct StrideArg {
   const char *name;
